@@ -1,0 +1,244 @@
+package core
+
+import "strings"
+
+// pending is one input request about to be sent (or re-sent).
+type pending struct {
+	key    string
+	method string
+	kind   inputKind
+	params []byte // compact params, exactly as sent; nil for roots/list without params
+	form   *formEntry
+	base   string // for re-asked forms: the message before corrections
+}
+
+// appendRequest appends {"method":…,"params":…} as sent on the wire.
+func appendRequest(dst []byte, pr *pending) []byte {
+	dst = append(dst, `{"method":`...)
+	dst = appendString(dst, pr.method)
+	if pr.params != nil {
+		dst = append(dst, `,"params":`...)
+		dst = append(dst, pr.params...)
+	}
+	return append(dst, '}')
+}
+
+// appendPending appends the sealed form of a pending request: the wire
+// request plus what resume needs to re-ask it.
+func appendPending(dst []byte, pr *pending) []byte {
+	dst = appendRequest(dst, pr)
+	if pr.base != "" {
+		dst = dst[:len(dst)-1]
+		dst = append(dst, `,"base":`...)
+		dst = appendString(dst, pr.base)
+		dst = append(dst, '}')
+	}
+	return dst
+}
+
+func (g *Guard) askOp(root int32) *Error {
+	if !g.configured {
+		return newError(CodeNotConfigured, "the guard has no keys: configure it first")
+	}
+	p := &g.p
+	var c callCtx
+	if err := g.readCall(root, &c, true); err != nil {
+		return err
+	}
+	reqs := p.get(root, "inputRequests")
+	if reqs >= 0 && p.kindOf(reqs) != jObject {
+		return newError(CodeRequestMalformed, "\"inputRequests\" must be an object keyed by the server's names")
+	}
+	var list []pending
+	var fs findings
+	if reqs >= 0 {
+		if p.node(reqs).n > maxInputRequests {
+			return newError(CodeRequestMalformed, "at most "+itoa(maxInputRequests)+" input requests in one round")
+		}
+		if err := p.checkCaseKeys(reqs, "inputRequests"); err != nil {
+			return err
+		}
+		for _, m := range p.kids(reqs) {
+			if !validKey(m.key) {
+				fs = append(fs, finding{code: CodeInputKey, severity: SeverityError, key: m.key, message: "input request keys must be 1 to " + itoa(maxInputRequestKey) + " printable characters"})
+				continue
+			}
+			if p.kindOf(m.val) != jObject {
+				fs = append(fs, finding{code: CodeInputInvalidParams, severity: SeverityError, key: m.key, message: "an input request is an object {method, params}"})
+				continue
+			}
+			method, _ := p.string(p.get(m.val, "method"))
+			params := p.get(m.val, "params")
+			kind, rfs := g.lintInputRequest(p, method, params)
+			for i := range rfs {
+				rfs[i].key = m.key
+			}
+			fs = append(fs, rfs...)
+			pr := pending{key: m.key, method: method, kind: kind}
+			if params >= 0 && p.kindOf(params) != jNull {
+				pr.params = p.appendCompact(nil, params)
+			}
+			list = append(list, pr)
+		}
+	}
+	if fs.hasError() {
+		return lintFailure(fs)
+	}
+	if err := g.checkCapabilities(&c, list); err != nil {
+		return err
+	}
+
+	st := stateOut{round: 1}
+	var err *Error
+	if st.ttl, err = optInt(p, root, "ttl", g.ttl, 1, MaxTTLSeconds); err != nil {
+		return err
+	}
+	maxRounds, err := optInt(p, root, "maxRounds", int64(g.maxRounds), 1, MaxRoundsLimit)
+	if err != nil {
+		return err
+	}
+	if s, ok := p.string(p.get(root, "progress")); ok {
+		if len(s) > maxProgressLen*4/3+4 {
+			return newError(CodeRequestMalformed, "\"progress\" is larger than "+itoa(maxProgressLen)+" bytes")
+		}
+		st.app = s
+	}
+	var ans []byte
+	if after := p.get(root, "after"); after >= 0 && p.kindOf(after) != jNull {
+		// A new round of a logical request whose earlier rounds completed:
+		// keep its operation id and carry its answers.
+		op, ok := p.string(p.get(after, "operationId"))
+		rnd, ok2 := p.int(p.get(after, "round"))
+		answers := p.get(after, "answers")
+		if !ok || !ok2 || rnd < 1 || (answers >= 0 && p.kindOf(answers) != jObject) {
+			return newError(CodeRequestMalformed, "\"after\" needs the operationId, round and answers of the completed outcome")
+		}
+		st.op, st.round = op, int(rnd)+1
+		if answers >= 0 && p.node(answers).n > 0 {
+			ans = p.appendCompact(nil, answers)
+		}
+	} else {
+		st.op = b64.EncodeToString(c.rand[32:48])
+	}
+	if st.round > int(maxRounds) {
+		return newError(CodeRoundsExceeded, "this request already used its "+itoa(int(maxRounds))+" rounds")
+	}
+	st.ans = ans
+	return g.emitInputRequired(&c, &st, list)
+}
+
+// emitInputRequired seals the state and writes the input_required output.
+func (g *Guard) emitInputRequired(c *callCtx, st *stateOut, list []pending) *Error {
+	pend := []byte{'{'}
+	for i := range list {
+		if i > 0 {
+			pend = append(pend, ',')
+		}
+		pend = appendString(pend, list[i].key)
+		pend = append(pend, ':')
+		pend = appendPending(pend, &list[i])
+	}
+	st.pend = append(pend, '}')
+	tok := g.seal(g.tok[:0], c, st)
+	g.tok = tok
+	if len(tok) > g.maxState {
+		return newError(CodeRequestTooLarge, "the requestState would be "+itoa(len(tok))+" bytes, over the limit of "+itoa(g.maxState)+": ask for less in one round or raise maxState")
+	}
+	g.begin()
+	g.out = append(g.out, `,"status":"input_required","operationId":`...)
+	g.out = appendString(g.out, st.op)
+	g.out = append(g.out, `,"round":`...)
+	g.out = appendInt(g.out, int64(st.round))
+	g.out = append(g.out, `,"result":{"resultType":"input_required"`...)
+	if len(list) > 0 {
+		g.out = append(g.out, `,"inputRequests":{`...)
+		for i := range list {
+			if i > 0 {
+				g.out = append(g.out, ',')
+			}
+			g.out = appendString(g.out, list[i].key)
+			g.out = append(g.out, ':')
+			g.out = appendRequest(g.out, &list[i])
+		}
+		g.out = append(g.out, '}')
+	}
+	g.out = append(g.out, `,"requestState":"`...)
+	g.out = append(g.out, tok...)
+	g.out = append(g.out, `"}`...)
+	g.end()
+	return nil
+}
+
+// checkCapabilities refuses to ask what this request's client did not
+// declare, with the data for a -32021 error.
+func (g *Guard) checkCapabilities(c *callCtx, list []pending) *Error {
+	p := &g.p
+	caps := c.caps
+	el := p.get(caps, "elicitation")
+	elObj := p.kindOf(el) == jObject
+	formOK := elObj && (p.node(el).n == 0 || p.get(el, "form") >= 0)
+	urlOK := elObj && p.get(el, "url") >= 0
+	sam := p.get(caps, "sampling")
+	samOK := p.kindOf(sam) == jObject
+	toolsOK := samOK && p.get(sam, "tools") >= 0
+	rootsOK := p.kindOf(p.get(caps, "roots")) == jObject
+
+	var needForm, needURL, needSam, needTools, needRoots bool
+	for i := range list {
+		switch list[i].kind {
+		case kindForm:
+			needForm = needForm || !formOK
+		case kindURL:
+			needURL = needURL || !urlOK
+		case kindSampling:
+			needSam = needSam || !samOK
+		case kindSamplingTools:
+			needTools = needTools || !toolsOK
+		case kindRoots:
+			needRoots = needRoots || !rootsOK
+		}
+	}
+	if !(needForm || needURL || needSam || needTools || needRoots) {
+		return nil
+	}
+	var names []string
+	data := []byte(`{"requiredCapabilities":{`)
+	sep := func() {
+		if data[len(data)-1] != '{' {
+			data = append(data, ',')
+		}
+	}
+	if needForm || needURL {
+		sep()
+		data = append(data, `"elicitation":{`...)
+		if needForm {
+			data = append(data, `"form":{}`...)
+			names = append(names, "elicitation.form")
+		}
+		if needURL {
+			if needForm {
+				data = append(data, ',')
+			}
+			data = append(data, `"url":{}`...)
+			names = append(names, "elicitation.url")
+		}
+		data = append(data, '}')
+	}
+	if needSam || needTools {
+		sep()
+		if needTools {
+			data = append(data, `"sampling":{"tools":{}}`...)
+			names = append(names, "sampling.tools")
+		} else {
+			data = append(data, `"sampling":{}`...)
+			names = append(names, "sampling")
+		}
+	}
+	if needRoots {
+		sep()
+		data = append(data, `"roots":{}`...)
+		names = append(names, "roots")
+	}
+	data = append(data, "}}"...)
+	return &Error{Code: CodeCapabilityMissing, Message: "the client did not declare " + strings.Join(names, ", ") + " in this request's capabilities", Data: data}
+}

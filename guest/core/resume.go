@@ -1,0 +1,405 @@
+package core
+
+import "strings"
+
+type answer struct {
+	key  string
+	json []byte
+}
+
+func (g *Guard) resumeOp(root int32) *Error {
+	if !g.configured {
+		return newError(CodeNotConfigured, "the guard has no keys: configure it first")
+	}
+	p := &g.p
+	var c callCtx
+	if err := g.readCall(root, &c, true); err != nil {
+		return err
+	}
+	token, ok := p.string(p.get(root, "requestState"))
+	if !ok || token == "" {
+		return newError(CodeRequestMalformed, "resume needs the \"requestState\" the client echoed")
+	}
+	maxRounds, err := optInt(p, root, "maxRounds", int64(g.maxRounds), 1, MaxRoundsLimit)
+	if err != nil {
+		return err
+	}
+	ttl, err := optInt(p, root, "ttl", g.ttl, 1, MaxTTLSeconds)
+	if err != nil {
+		return err
+	}
+	resp := p.get(root, "inputResponses")
+	switch p.kindOf(resp) {
+	case jNull:
+		resp = -1
+	case jObject:
+		if err := p.checkCaseKeys(resp, "inputResponses"); err != nil {
+			return err
+		}
+	default:
+		return newError(CodeResponsesMalformed, "\"inputResponses\" must be an object keyed like the inputRequests it answers")
+	}
+	st, err := g.open(&c, token)
+	if err != nil {
+		return err
+	}
+	sp := &g.sp
+
+	var accepted []answer
+	var reasks []pending
+	var declined, cancelled, wrong []string
+	for _, m := range sp.kids(st.pend) {
+		if err := g.checkpoint(); err != nil {
+			return err
+		}
+		key := m.key
+		method, _ := sp.string(sp.get(m.val, "method"))
+		params := sp.get(m.val, "params")
+		r := p.get(resp, m.key)
+		if r < 0 || p.kindOf(r) == jNull {
+			// Not answered: ask again, unchanged.
+			reasks = append(reasks, g.sealedPending(key, method, m.val))
+			wrong = append(wrong, key+" (no answer)")
+			continue
+		}
+		switch method {
+		case "elicitation/create":
+			if p.kindOf(r) != jObject {
+				return newError(CodeResponsesMalformed, "the response to "+quote(key)+" must be an ElicitResult object")
+			}
+			action, _ := p.string(p.get(r, "action"))
+			switch action {
+			case "decline":
+				declined = append(declined, key)
+				continue
+			case "cancel":
+				cancelled = append(cancelled, key)
+				continue
+			case "accept":
+			default:
+				return newError(CodeResponsesMalformed, "the response to "+quote(key)+" needs \"action\": accept, decline or cancel")
+			}
+			if mode, _ := sp.string(sp.get(params, "mode")); mode == "url" {
+				// Consent to open the page; whether the out-of-band step
+				// finished is for the application to check.
+				accepted = append(accepted, answer{key, []byte(`{"action":"accept"}`)})
+				continue
+			}
+			schema := sp.get(params, "requestedSchema")
+			e := g.formFor(sp, schema)
+			if e.sch == nil {
+				return lintFailure(e.findings)
+			}
+			fc, err := checkForm(p, e, p.get(r, "content"), []byte(`{"action":"accept","content":`))
+			if err != nil {
+				err.Message = "the response to " + quote(key) + ": " + err.Message
+				return err
+			}
+			if len(fc.problems) == 0 {
+				accepted = append(accepted, answer{key, append(fc.content, '}')})
+				continue
+			}
+			pr := g.reaskForm(key, sp, m.val, e, &fc)
+			reasks = append(reasks, pr)
+			for _, prob := range fc.problems {
+				wrong = append(wrong, key+"."+prob.field)
+			}
+		case "sampling/createMessage":
+			if !validSamplingResult(p, r) {
+				return newError(CodeResponsesMalformed, "the response to "+quote(key)+" must be a CreateMessageResult (role, content, model)")
+			}
+			accepted = append(accepted, answer{key, p.appendCompact(nil, r)})
+		case "roots/list":
+			if !validRootsResult(p, r) {
+				return newError(CodeResponsesMalformed, "the response to "+quote(key)+" must be a ListRootsResult with file:// URIs")
+			}
+			accepted = append(accepted, answer{key, p.appendCompact(nil, r)})
+		default:
+			return stateError(ReasonMalformed)
+		}
+	}
+
+	switch {
+	case len(declined) > 0:
+		g.emitEnd("declined", st, "declined", declined)
+		return nil
+	case len(cancelled) > 0:
+		g.emitEnd("cancelled", st, "cancelled", cancelled)
+		return nil
+	case len(reasks) == 0:
+		g.begin()
+		g.out = append(g.out, `,"status":"complete","operationId":`...)
+		g.out = appendString(g.out, st.op)
+		g.out = append(g.out, `,"round":`...)
+		g.out = appendInt(g.out, int64(st.round))
+		g.out = append(g.out, `,"answers":`...)
+		g.out = g.appendAnswers(g.out, st, accepted)
+		if st.app != "" {
+			g.out = append(g.out, `,"progress":`...)
+			g.out = appendString(g.out, st.app)
+		}
+		g.end()
+		return nil
+	}
+	if st.round >= int(maxRounds) {
+		data := []byte(`{"fields":[`)
+		for i, w := range wrong {
+			if i > 0 {
+				data = append(data, ',')
+			}
+			data = appendString(data, w)
+		}
+		data = append(data, "]}"...)
+		return &Error{Code: CodeRoundsExceeded, Message: "no complete answer after " + itoa(st.round) + " rounds; still wrong or missing: " + strings.Join(wrong, ", "), Data: data}
+	}
+	if err := g.checkCapabilities(&c, reasks); err != nil {
+		return err
+	}
+	out := stateOut{op: st.op, round: st.round + 1, ttl: ttl, app: st.app}
+	if st.ans >= 0 || len(accepted) > 0 {
+		out.ans = g.appendAnswers(nil, st, accepted)
+	}
+	return g.emitInputRequired(&c, &out, reasks)
+}
+
+// sealedPending re-creates a pending request from the sealed state.
+func (g *Guard) sealedPending(key, method string, entry int32) pending {
+	sp := &g.sp
+	pr := pending{key: key, method: method}
+	params := sp.get(entry, "params")
+	if params >= 0 {
+		pr.params = sp.appendCompact(nil, params)
+	}
+	switch method {
+	case "elicitation/create":
+		pr.kind = kindForm
+		if mode, _ := sp.string(sp.get(params, "mode")); mode == "url" {
+			pr.kind = kindURL
+		}
+	case "sampling/createMessage":
+		pr.kind = kindSampling
+		if sp.get(params, "tools") >= 0 || sp.get(params, "toolChoice") >= 0 {
+			pr.kind = kindSamplingTools
+		}
+	case "roots/list":
+		pr.kind = kindRoots
+	}
+	pr.base, _ = sp.string(sp.get(entry, "base"))
+	return pr
+}
+
+// reaskForm builds the form again: the message names each field and what
+// is wrong, and the fields that were right come back as defaults.
+func (g *Guard) reaskForm(key string, sp *parser, entry int32, e *formEntry, fc *formCheck) pending {
+	p := &g.p
+	params := sp.get(entry, "params")
+	schema := sp.get(params, "requestedSchema")
+	base, _ := sp.string(sp.get(entry, "base"))
+	if base == "" {
+		base, _ = sp.string(sp.get(params, "message"))
+	}
+	bad := map[string]bool{}
+	msg := []byte(base)
+	msg = append(msg, "\n\nPlease check: "...)
+	for i, pr := range fc.problems {
+		bad[pr.field] = true
+		if i > 0 {
+			msg = append(msg, "; "...)
+		}
+		label := pr.field
+		if fp := e.prop(pr.field); fp != nil {
+			label = fp.label()
+		}
+		msg = append(msg, label...)
+		msg = append(msg, ' ')
+		msg = append(msg, pr.msg...)
+	}
+	msg = append(msg, '.')
+
+	out := []byte{'{'}
+	if mode, ok := sp.string(sp.get(params, "mode")); ok {
+		out = append(out, `"mode":`...)
+		out = appendString(out, mode)
+		out = append(out, ',')
+	}
+	out = append(out, `"message":`...)
+	out = appendString(out, string(msg))
+	out = append(out, `,"requestedSchema":{`...)
+	if e.dialect != "" {
+		out = append(out, `"$schema":`...)
+		out = appendString(out, e.dialect)
+		out = append(out, ',')
+	}
+	out = append(out, `"type":"object","properties":{`...)
+	props := sp.get(schema, "properties")
+	var required []string
+	for i := range e.props {
+		fp := &e.props[i]
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = appendString(out, fp.name)
+		out = append(out, ':')
+		raw := fp.raw
+		var def []byte
+		if v, ok := fc.present[fp.name]; ok && !bad[fp.name] {
+			def = p.appendCompact(nil, v)
+		} else if d := sp.get(sp.get(props, fp.name), "default"); d >= 0 {
+			def = sp.appendCompact(nil, d)
+		}
+		if def != nil {
+			out = append(out, raw[:len(raw)-1]...)
+			if len(raw) > 2 {
+				out = append(out, ',')
+			}
+			out = append(out, `"default":`...)
+			out = append(out, def...)
+			out = append(out, '}')
+		} else {
+			out = append(out, raw...)
+		}
+		if fp.required {
+			required = append(required, fp.name)
+		}
+	}
+	out = append(out, '}')
+	if len(required) > 0 {
+		out = append(out, `,"required":[`...)
+		for i, r := range required {
+			if i > 0 {
+				out = append(out, ',')
+			}
+			out = appendString(out, r)
+		}
+		out = append(out, ']')
+	}
+	out = append(out, "}}"...)
+	return pending{key: key, method: "elicitation/create", kind: kindForm, params: out, form: e, base: base}
+}
+
+// appendAnswers appends the union of the answers sealed in earlier rounds
+// and those accepted now (a key answered again takes the new answer).
+func (g *Guard) appendAnswers(dst []byte, st *stateIn, now []answer) []byte {
+	sp := &g.sp
+	dst = append(dst, '{')
+	first := true
+	if st.ans >= 0 {
+	prior:
+		for _, m := range sp.kids(st.ans) {
+			for _, a := range now {
+				if a.key == m.key {
+					continue prior
+				}
+			}
+			if !first {
+				dst = append(dst, ',')
+			}
+			first = false
+			dst = appendString(dst, m.key)
+			dst = append(dst, ':')
+			dst = sp.appendCompact(dst, m.val)
+		}
+	}
+	for _, a := range now {
+		if !first {
+			dst = append(dst, ',')
+		}
+		first = false
+		dst = appendString(dst, a.key)
+		dst = append(dst, ':')
+		dst = append(dst, a.json...)
+	}
+	return append(dst, '}')
+}
+
+func (g *Guard) emitEnd(status string, st *stateIn, field string, keys []string) {
+	g.begin()
+	g.out = append(g.out, `,"status":`...)
+	g.out = appendString(g.out, status)
+	g.out = append(g.out, `,"operationId":`...)
+	g.out = appendString(g.out, st.op)
+	g.out = append(g.out, `,"round":`...)
+	g.out = appendInt(g.out, int64(st.round))
+	g.out = append(g.out, `,"`...)
+	g.out = append(g.out, field...)
+	g.out = append(g.out, `":[`...)
+	for i, k := range keys {
+		if i > 0 {
+			g.out = append(g.out, ',')
+		}
+		g.out = appendString(g.out, k)
+	}
+	g.out = append(g.out, ']')
+	g.end()
+}
+
+func validSamplingResult(p *parser, r int32) bool {
+	if p.kindOf(r) != jObject {
+		return false
+	}
+	role, _ := p.string(p.get(r, "role"))
+	_, hasModel := p.string(p.get(r, "model"))
+	c := p.kindOf(p.get(r, "content"))
+	return (role == "user" || role == "assistant") && hasModel && (c == jObject || c == jArray)
+}
+
+func validRootsResult(p *parser, r int32) bool {
+	roots := p.get(r, "roots")
+	if p.kindOf(r) != jObject || p.kindOf(roots) != jArray {
+		return false
+	}
+	for _, m := range p.kids(roots) {
+		uri, ok := p.string(p.get(m.val, "uri"))
+		if p.kindOf(m.val) != jObject || !ok || !strings.HasPrefix(uri, "file://") {
+			return false
+		}
+	}
+	return true
+}
+
+// openOp opens a state without resuming, for tooling and test vectors. It
+// reports the state's shape, never its answers.
+func (g *Guard) openOp(root int32) *Error {
+	if !g.configured {
+		return newError(CodeNotConfigured, "the guard has no keys: configure it first")
+	}
+	p := &g.p
+	var c callCtx
+	if err := g.readCall(root, &c, false); err != nil {
+		return err
+	}
+	token, _ := p.string(p.get(root, "requestState"))
+	st, err := g.open(&c, token)
+	if err != nil {
+		return err
+	}
+	sp := &g.sp
+	g.begin()
+	g.out = append(g.out, `,"status":"open","operationId":`...)
+	g.out = appendString(g.out, st.op)
+	g.out = append(g.out, `,"round":`...)
+	g.out = appendInt(g.out, int64(st.round))
+	g.out = append(g.out, `,"issuedAt":`...)
+	g.out = appendTime(g.out, st.iat)
+	g.out = append(g.out, `,"expiresAt":`...)
+	g.out = appendTime(g.out, st.exp)
+	g.out = append(g.out, `,"pending":[`...)
+	for i, m := range sp.kids(st.pend) {
+		if i > 0 {
+			g.out = append(g.out, ',')
+		}
+		g.out = appendString(g.out, m.key)
+	}
+	g.out = append(g.out, `],"answered":[`...)
+	if st.ans >= 0 {
+		for i, m := range sp.kids(st.ans) {
+			if i > 0 {
+				g.out = append(g.out, ',')
+			}
+			g.out = appendString(g.out, m.key)
+		}
+	}
+	g.out = append(g.out, ']')
+	g.end()
+	return nil
+}

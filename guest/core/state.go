@@ -1,0 +1,347 @@
+package core
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"unsafe"
+)
+
+// callCtx is what every ask and resume is bound to.
+type callCtx struct {
+	nowMs     int64
+	now       int64 // unix seconds
+	rand      [randBytes]byte
+	principal string
+	method    string
+	target    string
+	args      [32]byte // SHA-256 of the RFC 8785 form of the arguments
+	argsB64   string
+	caps      int32 // ClientCapabilities node in the envelope, or -1
+}
+
+// readCall reads the bindings, clock and entropy of an ask or resume.
+func (g *Guard) readCall(root int32, c *callCtx, needRand bool) *Error {
+	p := &g.p
+	ms, ok := p.int(p.get(root, "now"))
+	if !ok || ms <= 0 || ms > maxNowMs {
+		return newError(CodeRequestNoEntropy, "request needs \"now\": the host's clock in Unix milliseconds")
+	}
+	c.nowMs, c.now = ms, ms/1000
+	if needRand {
+		r, ok := p.string(p.get(root, "rand"))
+		if !ok || b64.DecodedLen(len(r)) != randBytes {
+			return newError(CodeRequestNoEntropy, "request needs \"rand\": "+itoa(randBytes)+" fresh random bytes, base64url without padding")
+		}
+		if _, err := b64.Decode(c.rand[:], bytesOf(r)); err != nil {
+			return newError(CodeRequestNoEntropy, "\"rand\" is not valid base64url")
+		}
+	}
+	if c.principal, ok = p.string(p.get(root, "principal")); !ok || c.principal == "" || len(c.principal) > maxPrincipalLen {
+		return newError(CodeRequestMalformed, "request needs \"principal\": the authenticated caller, a non-empty string")
+	}
+	c.method, _ = p.string(p.get(root, "method"))
+	switch c.method {
+	case "tools/call", "prompts/get", "resources/read":
+	default:
+		return newError(CodeMethodNotAllowed, "input_required is allowed only for tools/call, prompts/get and resources/read, not "+quote(c.method))
+	}
+	if c.target, ok = p.string(p.get(root, "target")); !ok || c.target == "" {
+		return newError(CodeRequestMalformed, "request needs \"target\": the tool or prompt name, or the resource URI")
+	}
+	args := p.get(root, "arguments")
+	canon := g.buf[:0]
+	if args < 0 || p.kindOf(args) == jNull {
+		canon = append(canon, "{}"...)
+	} else {
+		var err *Error
+		if canon, err = p.appendCanonical(canon, args); err != nil {
+			return &Error{Code: CodeArgumentsMalformed, Message: "arguments: " + err.Message}
+		}
+	}
+	g.buf = canon
+	c.args = sha256.Sum256(canon)
+	c.argsB64 = b64.EncodeToString(c.args[:])
+	c.caps = p.get(root, "capabilities")
+	if c.caps >= 0 && p.kindOf(c.caps) != jObject && p.kindOf(c.caps) != jNull {
+		return newError(CodeRequestMalformed, "\"capabilities\" must be the request's ClientCapabilities object")
+	}
+	return nil
+}
+
+// appendImplicit appends the PASETO implicit assertion: the request's
+// bindings as one canonical JSON object. It is authenticated but never
+// sent, so a state presented by another principal, for another method,
+// target, arguments or audience fails to open.
+func (g *Guard) appendImplicit(dst []byte, c *callCtx) []byte {
+	dst = append(dst, `{"args":`...)
+	dst = appendString(dst, c.argsB64)
+	dst = append(dst, `,"aud":`...)
+	dst = appendString(dst, g.audience)
+	dst = append(dst, `,"ctx":"`+implicitContext+`","method":`...)
+	dst = appendString(dst, c.method)
+	dst = append(dst, `,"principal":`...)
+	dst = appendString(dst, c.principal)
+	dst = append(dst, `,"target":`...)
+	dst = appendString(dst, c.target)
+	return append(dst, '}')
+}
+
+// stateOut is what an ask or re-ask seals.
+type stateOut struct {
+	op    string
+	round int
+	ttl   int64
+	pend  []byte // JSON object: key -> {method, params[, base]}
+	ans   []byte // JSON object: key -> accepted answer, or nil
+	app   string // base64url progress bytes of the application
+}
+
+// seal builds the payload and appends the token to dst.
+func (g *Guard) seal(dst []byte, c *callCtx, s *stateOut) []byte {
+	pl := g.buf[:0]
+	pl = append(pl, `{"v":1,"iat":`...)
+	pl = appendTime(pl, c.now)
+	pl = append(pl, `,"exp":`...)
+	pl = appendTime(pl, c.now+s.ttl)
+	pl = append(pl, `,"aud":`...)
+	pl = appendString(pl, g.audience)
+	pl = append(pl, `,"sub":`...)
+	pl = appendString(pl, c.principal)
+	pl = append(pl, `,"method":`...)
+	pl = appendString(pl, c.method)
+	pl = append(pl, `,"target":`...)
+	pl = appendString(pl, c.target)
+	pl = append(pl, `,"args":`...)
+	pl = appendString(pl, c.argsB64)
+	pl = append(pl, `,"op":`...)
+	pl = appendString(pl, s.op)
+	pl = append(pl, `,"rnd":`...)
+	pl = appendInt(pl, int64(s.round))
+	pl = append(pl, `,"pend":`...)
+	pl = append(pl, s.pend...)
+	if len(s.ans) > 0 {
+		pl = append(pl, `,"ans":`...)
+		pl = append(pl, s.ans...)
+	}
+	if s.app != "" {
+		pl = append(pl, `,"app":`...)
+		pl = appendString(pl, s.app)
+	}
+	pl = append(pl, '}')
+	g.buf = pl
+	k := &g.keys[0]
+	var nonce [32]byte
+	copy(nonce[:], c.rand[:32])
+	var ib [512]byte
+	implicit := g.appendImplicit(ib[:0], c)
+	return v4LocalSeal(dst, &k.key, &nonce, pl, k.footer, implicit)
+}
+
+// stateIn is an opened state. Node indexes refer to g.sp.
+type stateIn struct {
+	iat, exp int64
+	op       string
+	round    int
+	pend     int32
+	ans      int32
+	app      string
+}
+
+// open verifies a requestState against the call's bindings. Every failure
+// is the same client-facing error with a precise internal reason.
+func (g *Guard) open(c *callCtx, token string) (*stateIn, *Error) {
+	if len(token) > g.maxState {
+		return nil, stateError(ReasonOversize)
+	}
+	tb := bytesOf(token)
+	footer, err := v4LocalFooter(tb)
+	if err != nil || len(footer) > maxFooterLen {
+		return nil, stateError(ReasonMalformed)
+	}
+	var key *keyEntry
+	for i := range g.keys {
+		if bytes.Equal(footer, g.keys[i].footer) {
+			key = &g.keys[i]
+			break
+		}
+	}
+	if key == nil {
+		if bytes.HasPrefix(footer, []byte(`{"kid":"k4.lid.`)) {
+			return nil, stateError(ReasonUnknownKey)
+		}
+		return nil, stateError(ReasonMalformed)
+	}
+	var ib [512]byte
+	implicit := g.appendImplicit(ib[:0], c)
+	pt, err := v4LocalOpen(g.pt[:0], &key.key, tb, footer, implicit)
+	if err != nil {
+		return nil, stateError(g.diagnose(c, key, tb))
+	}
+	g.pt = pt
+	st, perr := g.readPayload(pt)
+	if perr != nil {
+		return nil, perr
+	}
+	if c.now >= st.exp {
+		return nil, stateError(ReasonExpired)
+	}
+	if st.iat > c.now+clockSkewSeconds {
+		return nil, stateError(ReasonNotYetValid)
+	}
+	return st, nil
+}
+
+// diagnose finds why a token that failed to open failed. It decrypts
+// without authentication, which is safe only because the result decides
+// nothing but the log reason: an intact token shows its original
+// bindings, an altered one decrypts to garbage.
+func (g *Guard) diagnose(c *callCtx, key *keyEntry, tb []byte) string {
+	pt, err := v4LocalDecryptUnverified(nil, &key.key, tb)
+	if err != nil {
+		return ReasonMalformed
+	}
+	var sp parser
+	root, perr := sp.parse(pt, 8)
+	if perr != nil || sp.kindOf(root) != jObject {
+		return ReasonTampered
+	}
+	field := func(k string) string { s, _ := sp.string(sp.get(root, k)); return s }
+	switch {
+	case field("aud") != g.audience:
+		return ReasonAudience
+	case field("sub") != c.principal:
+		return ReasonPrincipal
+	case field("method") != c.method:
+		return ReasonMethod
+	case field("target") != c.target:
+		return ReasonTarget
+	case field("args") != c.argsB64:
+		return ReasonArguments
+	}
+	return ReasonTampered
+}
+
+func (g *Guard) readPayload(pt []byte) (*stateIn, *Error) {
+	sp := &g.sp
+	root, err := sp.parse(pt, 16)
+	if err != nil || sp.kindOf(root) != jObject {
+		return nil, stateError(ReasonMalformed)
+	}
+	if v, ok := sp.int(sp.get(root, "v")); !ok || v != stateVersion {
+		return nil, stateError(ReasonVersion)
+	}
+	st := &stateIn{pend: sp.get(root, "pend"), ans: sp.get(root, "ans")}
+	var ok1, ok2, ok3 bool
+	iat, _ := sp.string(sp.get(root, "iat"))
+	exp, _ := sp.string(sp.get(root, "exp"))
+	st.iat, ok1 = parseTime(iat)
+	st.exp, ok2 = parseTime(exp)
+	st.op, ok3 = sp.string(sp.get(root, "op"))
+	rnd, ok4 := sp.int(sp.get(root, "rnd"))
+	st.round = int(rnd)
+	st.app, _ = sp.string(sp.get(root, "app"))
+	if !ok1 || !ok2 || !ok3 || !ok4 || sp.kindOf(st.pend) != jObject || (st.ans >= 0 && sp.kindOf(st.ans) != jObject) {
+		return nil, stateError(ReasonMalformed)
+	}
+	return st, nil
+}
+
+// bytesOf views a string's bytes without copying; callers never write.
+func bytesOf(s string) []byte {
+	return unsafe.Slice(unsafe.StringData(s), len(s))
+}
+
+// --- RFC 3339 times, as PASETO's registered claims want them -------------
+
+func appendTime(dst []byte, unix int64) []byte {
+	days := unix / 86400
+	secs := unix % 86400
+	if secs < 0 {
+		secs += 86400
+		days--
+	}
+	y, m, d := civilFromDays(days)
+	dst = append(dst, '"')
+	dst = append4(dst, y)
+	dst = append(dst, '-')
+	dst = append2(dst, m)
+	dst = append(dst, '-')
+	dst = append2(dst, d)
+	dst = append(dst, 'T')
+	dst = append2(dst, int(secs/3600))
+	dst = append(dst, ':')
+	dst = append2(dst, int(secs/60%60))
+	dst = append(dst, ':')
+	dst = append2(dst, int(secs%60))
+	return append(dst, 'Z', '"')
+}
+
+func append2(dst []byte, v int) []byte { return append(dst, byte('0'+v/10), byte('0'+v%10)) }
+func append4(dst []byte, v int) []byte {
+	return append(dst, byte('0'+v/1000), byte('0'+v/100%10), byte('0'+v/10%10), byte('0'+v%10))
+}
+
+// parseTime reads exactly YYYY-MM-DDTHH:MM:SSZ, the only form we write.
+func parseTime(s string) (int64, bool) {
+	if len(s) != 20 || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':' || s[19] != 'Z' {
+		return 0, false
+	}
+	num := func(a, b int) (int, bool) {
+		v := 0
+		for i := a; i < b; i++ {
+			if s[i] < '0' || s[i] > '9' {
+				return 0, false
+			}
+			v = v*10 + int(s[i]-'0')
+		}
+		return v, true
+	}
+	y, ok1 := num(0, 4)
+	mo, ok2 := num(5, 7)
+	d, ok3 := num(8, 10)
+	h, ok4 := num(11, 13)
+	mi, ok5 := num(14, 16)
+	se, ok6 := num(17, 19)
+	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || se > 59 {
+		return 0, false
+	}
+	return daysFromCivil(y, mo, d)*86400 + int64(h*3600+mi*60+se), true
+}
+
+// Howard Hinnant's civil-date algorithms (proleptic Gregorian calendar).
+func daysFromCivil(y, m, d int) int64 {
+	if m <= 2 {
+		y--
+	}
+	era := y / 400
+	if y < 0 && y%400 != 0 {
+		era = (y - 399) / 400
+	}
+	yoe := y - era*400
+	mp := (m + 9) % 12
+	doy := (153*mp+2)/5 + d - 1
+	doe := yoe*365 + yoe/4 - yoe/100 + doy
+	return int64(era)*146097 + int64(doe) - 719468
+}
+
+func civilFromDays(z int64) (int, int, int) {
+	z += 719468
+	era := z / 146097
+	if z < 0 && z%146097 != 0 {
+		era = (z - 146096) / 146097
+	}
+	doe := z - era*146097
+	yoe := (doe - doe/1460 + doe/36524 - doe/146096) / 365
+	y := yoe + era*400
+	doy := doe - (365*yoe + yoe/4 - yoe/100)
+	mp := (5*doy + 2) / 153
+	d := doy - (153*mp+2)/5 + 1
+	m := mp + 3
+	if m > 12 {
+		m -= 12
+	}
+	if m <= 2 {
+		y++
+	}
+	return int(y), int(m), int(d)
+}

@@ -1,0 +1,605 @@
+package host
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mrtr-wasm/mrtr-wasm/guest/core"
+	"github.com/mrtr-wasm/mrtr-wasm/wasm"
+)
+
+// Option configures a Guard. Options are applied in order by New; a Guard
+// is immutable afterwards except for its keys (SetKeys).
+type Option func(*config)
+
+type config struct {
+	keys           *Keyring
+	audience       string
+	ttl            time.Duration
+	maxRounds      int
+	maxState       int
+	poolSize       int
+	cacheDir       string
+	engine         Engine
+	now            func() time.Time
+	rand           io.Reader
+	wasiRand       io.Reader
+	callTimeout    time.Duration
+	memoryLimitMiB uint32
+	module         []byte
+	policy         Policy
+}
+
+// WithKeys sets the keyring (required).
+func WithKeys(k *Keyring) Option { return func(c *config) { c.keys = k } }
+
+// WithAudience names this server; states sealed for another audience do
+// not open here even under the same keys. Default "mrtr-wasm".
+func WithAudience(name string) Option { return func(c *config) { c.audience = name } }
+
+// WithTTL sets how long a requestState stays valid (default 5 minutes).
+func WithTTL(d time.Duration) Option { return func(c *config) { c.ttl = d } }
+
+// WithMaxRounds bounds the rounds of one logical request (default 3).
+func WithMaxRounds(n int) Option { return func(c *config) { c.maxRounds = n } }
+
+// WithMaxStateSize caps a requestState in bytes (default 8 KiB), checked
+// when sealing and before opening.
+func WithMaxStateSize(n int) Option { return func(c *config) { c.maxState = n } }
+
+// WithPoolSize bounds the number of module instances (default GOMAXPROCS).
+// Each call uses one instance at a time; callers beyond the pool wait.
+func WithPoolSize(n int) Option { return func(c *config) { c.poolSize = n } }
+
+// WithCompilationCache keeps wazero's compiled code in dir, so that a
+// restart skips compiling guard.wasm.
+func WithCompilationCache(dir string) Option { return func(c *config) { c.cacheDir = dir } }
+
+// WithEngine chooses EngineWasm (default) or EngineNative.
+func WithEngine(e Engine) Option { return func(c *config) { c.engine = e } }
+
+// WithCallTimeout bounds one call into the core (default 5 s). A call
+// that runs over is stopped and its instance replaced.
+func WithCallTimeout(d time.Duration) Option { return func(c *config) { c.callTimeout = d } }
+
+// WithMemoryLimit sets the guest heap limit in MiB (default 32). The guest
+// collects garbage only near this limit, so it is also roughly each
+// instance's linear memory.
+func WithMemoryLimit(mib int) Option { return func(c *config) { c.memoryLimitMiB = uint32(mib) } }
+
+// WithClock replaces the clock (tests).
+func WithClock(now func() time.Time) Option { return func(c *config) { c.now = now } }
+
+// WithRandom replaces the source of nonces and operation ids (tests).
+func WithRandom(r io.Reader) Option { return func(c *config) { c.rand = r } }
+
+// WithModule runs another build of guard.wasm instead of the embedded one.
+func WithModule(b []byte) Option { return func(c *config) { c.module = b } }
+
+// Guard is the host side of mrtr-wasm: it runs the guard core, in a pool
+// of instances, for the handlers of an MCP server. It is safe for
+// concurrent use.
+type Guard struct {
+	cfg  config
+	eng  engine
+	idle chan *slot
+	live chan struct{}
+
+	keysMu  sync.RWMutex
+	confEnv []byte // the configure envelope; it holds the keys
+	keyIDs  []string
+	gen     atomic.Uint64
+	closed  atomic.Bool
+	closeMu sync.RWMutex
+}
+
+type slot struct {
+	inst instance
+	gen  uint64
+}
+
+// New compiles the module once and starts the first instance, so that a
+// bad key or module fails here and not at the first request.
+func New(ctx context.Context, opts ...Option) (*Guard, error) {
+	cfg := config{
+		audience:    "mrtr-wasm",
+		ttl:         core.DefaultTTLSeconds * time.Second,
+		maxRounds:   core.DefaultMaxRounds,
+		maxState:    core.DefaultMaxState,
+		poolSize:    runtime.GOMAXPROCS(0),
+		now:         time.Now,
+		rand:        defaultRand,
+		wasiRand:    defaultRand,
+		callTimeout: 5 * time.Second,
+		module:      wasm.Guard,
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.keys == nil || cfg.keys.Len() == 0 {
+		return nil, errors.New("mrtr: no keys: use WithKeys (host.KeysFromEnv, host.LoadKeyFile or host.NewKeyring)")
+	}
+	if cfg.poolSize < 1 {
+		cfg.poolSize = 1
+	}
+	if cfg.ttl < time.Second || cfg.ttl > core.MaxTTLSeconds*time.Second {
+		return nil, fmt.Errorf("mrtr: TTL %v is outside 1s..24h", cfg.ttl)
+	}
+	g := &Guard{cfg: cfg, idle: make(chan *slot, cfg.poolSize), live: make(chan struct{}, cfg.poolSize)}
+	switch cfg.engine {
+	case EngineNative:
+		g.eng = nativeEngine{}
+	default:
+		e, err := newWasmEngine(ctx, &g.cfg)
+		if err != nil {
+			return nil, err
+		}
+		g.eng = e
+	}
+	if err := g.SetKeys(ctx, cfg.keys); err != nil {
+		_ = g.eng.close(ctx)
+		return nil, err
+	}
+	return g, nil
+}
+
+// SetKeys replaces the keyring. Instances pick the new keys up before
+// their next call; a call sees the old keys or the new, never a mix.
+func (g *Guard) SetKeys(ctx context.Context, k *Keyring) error {
+	if k == nil || k.Len() == 0 {
+		return errors.New("mrtr: no keys")
+	}
+	env := []byte(`{"v":1,"op":"configure","keys":[`)
+	for i, key := range k.keys {
+		if i > 0 {
+			env = append(env, ',')
+		}
+		env = core.AppendJSONString(env, key)
+	}
+	env = append(env, `],"audience":`...)
+	env = core.AppendJSONString(env, g.cfg.audience)
+	env = append(env, `,"ttl":`...)
+	env = strconv.AppendInt(env, int64(g.cfg.ttl/time.Second), 10)
+	env = append(env, `,"maxRounds":`...)
+	env = strconv.AppendInt(env, int64(g.cfg.maxRounds), 10)
+	env = append(env, `,"maxState":`...)
+	env = strconv.AppendInt(env, int64(g.cfg.maxState), 10)
+	env = append(env, '}')
+
+	// Prove the configuration on a fresh instance before publishing it.
+	inst, err := g.eng.newInstance(ctx)
+	if err != nil {
+		return err
+	}
+	var r response
+	if err := configureInstance(ctx, inst, env, &r); err != nil {
+		inst.close(ctx)
+		return err
+	}
+	g.keysMu.Lock()
+	g.confEnv = env
+	g.keyIDs = r.KeyIDs
+	gen := g.gen.Add(1)
+	g.keysMu.Unlock()
+	select {
+	case g.live <- struct{}{}:
+		g.idle <- &slot{inst: inst, gen: gen}
+	default:
+		inst.close(ctx)
+	}
+	return nil
+}
+
+func configureInstance(ctx context.Context, inst instance, env []byte, r *response) error {
+	out, err := inst.call(ctx, env, 0)
+	if err != nil {
+		return fmt.Errorf("mrtr: configuring the guard: %w", err)
+	}
+	if err := json.Unmarshal(out, r); err != nil {
+		return fmt.Errorf("mrtr: configuring the guard: bad response: %w", err)
+	}
+	if !r.OK {
+		return r.err()
+	}
+	return nil
+}
+
+// KeyIDs returns the PASERK ids (k4.lid) of the keys, primary first. The
+// ids are safe to log; the keys are not.
+func (g *Guard) KeyIDs() []string {
+	g.keysMu.RLock()
+	defer g.keysMu.RUnlock()
+	return append([]string(nil), g.keyIDs...)
+}
+
+// Engine reports which engine runs the core.
+func (g *Guard) Engine() Engine { return g.cfg.engine }
+
+// Close stops every instance. Calls after Close fail.
+func (g *Guard) Close(ctx context.Context) error {
+	if g.closed.Swap(true) {
+		return nil
+	}
+	g.closeMu.Lock()
+	defer g.closeMu.Unlock()
+	for {
+		select {
+		case s := <-g.idle:
+			s.inst.close(ctx)
+		default:
+			return g.eng.close(ctx)
+		}
+	}
+}
+
+var errClosed = &Error{Code: CodeUnavailable, Message: "the guard is closed"}
+
+func (g *Guard) acquire(ctx context.Context) (*slot, error) {
+	var s *slot
+	select {
+	case s = <-g.idle:
+	default:
+		select {
+		case s = <-g.idle:
+		case g.live <- struct{}{}:
+			inst, err := g.eng.newInstance(ctx)
+			if err != nil {
+				<-g.live
+				return nil, &Error{Code: CodeUnavailable, Message: "could not start a guard instance"}
+			}
+			s = &slot{inst: inst}
+		case <-ctx.Done():
+			return nil, &Error{Code: CodeUnavailable, Message: "no guard instance free: " + ctx.Err().Error()}
+		}
+	}
+	if gen := g.gen.Load(); s.gen != gen {
+		g.keysMu.RLock()
+		env := g.confEnv
+		gen = g.gen.Load()
+		g.keysMu.RUnlock()
+		var r response
+		if err := configureInstance(ctx, s.inst, env, &r); err != nil {
+			g.discard(ctx, s)
+			return nil, &Error{Code: CodeUnavailable, Message: "could not configure a guard instance"}
+		}
+		s.gen = gen
+	}
+	return s, nil
+}
+
+func (g *Guard) release(s *slot) { g.idle <- s }
+
+func (g *Guard) discard(ctx context.Context, s *slot) {
+	s.inst.close(ctx)
+	<-g.live
+}
+
+// call runs one envelope and decodes the response into r while the
+// instance is still held (the output lives in its memory).
+func (g *Guard) call(ctx context.Context, env []byte, r *response) error {
+	g.closeMu.RLock()
+	defer g.closeMu.RUnlock()
+	if g.closed.Load() {
+		return errClosed
+	}
+	s, err := g.acquire(ctx)
+	if err != nil {
+		return err
+	}
+	out, err := g.invoke(ctx, s, env)
+	if err != nil {
+		return err
+	}
+	err = json.Unmarshal(out, r)
+	g.release(s)
+	if err != nil {
+		return &Error{Code: CodeInternal, Message: "the guard module returned an unreadable response"}
+	}
+	if !r.OK {
+		return r.err()
+	}
+	return nil
+}
+
+// invoke runs env on the slot's instance. A call is not interrupted from
+// outside (wazero can do that only by checking a flag through a trampoline
+// at every loop header, which made calls 4-5x slower here; see
+// RATIONALE.md): the guest asks the host at checkpoints whether to stop,
+// and the host answers from the caller's context and the call deadline.
+// On error the slot is already discarded.
+func (g *Guard) invoke(ctx context.Context, s *slot, env []byte) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		g.release(s)
+		return nil, &Error{Code: CodeUnavailable, Message: "guard call not started: " + err.Error()}
+	}
+	out, err := s.inst.call(ctx, env, g.cfg.callTimeout)
+	if err != nil {
+		// A trap or a guest exit leaves the instance unusable: replace it
+		// and keep serving.
+		g.discard(ctx, s)
+		return nil, &Error{Code: CodeInternal, Message: "the guard module failed; its instance was replaced"}
+	}
+	if bytes.Contains(out[:min(len(out), 96)], interruptedCode) {
+		// Stopped at a checkpoint: discard the instance all the same, so
+		// a call that ran over never leaves anything behind.
+		g.discard(ctx, s)
+		return nil, &Error{Code: CodeUnavailable, Message: "guard call stopped: deadline exceeded or cancelled"}
+	}
+	return out, nil
+}
+
+var interruptedCode = []byte(`"code":"` + core.CodeInterrupted + `"`)
+
+// callRaw runs an envelope and returns a copy of the response bytes, for
+// the shared test vectors.
+func (g *Guard) callRaw(ctx context.Context, env []byte) ([]byte, error) {
+	s, err := g.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out, err := s.inst.call(ctx, env, 0)
+	if err != nil {
+		g.discard(ctx, s)
+		return nil, err
+	}
+	out = append([]byte(nil), out...)
+	g.release(s)
+	return out, nil
+}
+
+// response is the guest's response envelope.
+type response struct {
+	OK          bool                       `json:"ok"`
+	Error       *wireError                 `json:"error"`
+	Status      Status                     `json:"status"`
+	OperationID string                     `json:"operationId"`
+	Round       int                        `json:"round"`
+	Result      *InputRequiredResult       `json:"result"`
+	Answers     map[string]json.RawMessage `json:"answers"`
+	Declined    []string                   `json:"declined"`
+	Cancelled   []string                   `json:"cancelled"`
+	Progress    string                     `json:"progress"`
+	Findings    []Finding                  `json:"findings"`
+	KeyIDs      []string                   `json:"keyIds"`
+}
+
+type wireError struct {
+	Code    string          `json:"code"`
+	Message string          `json:"message"`
+	Reason  string          `json:"reason"`
+	Data    json.RawMessage `json:"data"`
+}
+
+func (r *response) err() error {
+	if r.Error == nil {
+		return &Error{Code: CodeInternal, Message: "the guard module failed without an error"}
+	}
+	return &Error{Code: r.Error.Code, Message: r.Error.Message, Reason: r.Error.Reason, Data: r.Error.Data}
+}
+
+// --- envelopes --------------------------------------------------------------
+
+func (g *Guard) envelope(op string, req *Request) ([]byte, error) {
+	var rnd [48]byte
+	if _, err := io.ReadFull(g.cfg.rand, rnd[:]); err != nil {
+		return nil, &Error{Code: CodeUnavailable, Message: "no randomness"}
+	}
+	env := make([]byte, 0, 512+len(req.Arguments)+len(req.InputResponses)+len(req.RequestState)+len(req.Capabilities))
+	env = append(env, `{"v":1,"op":"`...)
+	env = append(env, op...)
+	env = append(env, `","now":`...)
+	env = strconv.AppendInt(env, g.cfg.now().UnixMilli(), 10)
+	env = append(env, `,"rand":"`...)
+	env = base64.RawURLEncoding.AppendEncode(env, rnd[:])
+	env = append(env, `","principal":`...)
+	env = core.AppendJSONString(env, req.Principal)
+	env = append(env, `,"method":`...)
+	env = core.AppendJSONString(env, req.Method)
+	env = append(env, `,"target":`...)
+	env = core.AppendJSONString(env, req.Target)
+	var err error
+	// Raw JSON from the client is checked to be exactly one value before
+	// it is spliced in, so it cannot add members to the envelope.
+	if env, err = appendRaw(env, "arguments", req.Arguments); err != nil {
+		return nil, err
+	}
+	if env, err = appendRaw(env, "capabilities", req.Capabilities); err != nil {
+		return nil, err
+	}
+	if op == "resume" {
+		if env, err = appendRaw(env, "inputResponses", req.InputResponses); err != nil {
+			return nil, err
+		}
+		env = append(env, `,"requestState":`...)
+		env = core.AppendJSONString(env, req.RequestState)
+	}
+	return env, nil
+}
+
+func appendRaw(env []byte, name string, raw json.RawMessage) ([]byte, error) {
+	if len(raw) == 0 {
+		return env, nil
+	}
+	if !json.Valid(raw) {
+		code := core.CodeJSONSyntax
+		if name == "inputResponses" {
+			code = core.CodeResponsesMalformed
+		}
+		return nil, &Error{Code: code, Message: name + " is not valid JSON"}
+	}
+	env = append(env, `,"`...)
+	env = append(env, name...)
+	env = append(env, `":`...)
+	return append(env, raw...), nil
+}
+
+// AskOption adjusts one Ask.
+type AskOption func(*askOptions)
+
+type askOptions struct {
+	progress  []byte
+	after     *Outcome
+	ttl       time.Duration
+	maxRounds int
+}
+
+// Progress seals the application's own bytes into the state; Resume
+// returns them in Outcome.Progress. Keep them small (at most 4 KiB).
+func Progress(b []byte) AskOption { return func(o *askOptions) { o.progress = b } }
+
+// After continues a logical request whose round just completed: the new
+// round keeps its operation id and carries its answers, so nothing is
+// asked twice.
+func After(o *Outcome) AskOption { return func(a *askOptions) { a.after = o } }
+
+// Ask seals a new requestState and returns the InputRequiredResult to send.
+// Every input request is linted first: a form that asks for a secret, a
+// schema outside the form subset or a mode the client did not declare is
+// refused with an *Error.
+func (g *Guard) Ask(ctx context.Context, req *Request, inputs []InputRequest, opts ...AskOption) (*InputRequiredResult, error) {
+	var o askOptions
+	for _, f := range opts {
+		f(&o)
+	}
+	if err := g.policyAsk(ctx, req, inputs, &o); err != nil {
+		return nil, err
+	}
+	env, err := g.envelope("ask", req)
+	if err != nil {
+		return nil, err
+	}
+	env = append(env, `,"inputRequests":{`...)
+	for i, in := range inputs {
+		if i > 0 {
+			env = append(env, ',')
+		}
+		env = core.AppendJSONString(env, in.Key)
+		env = append(env, `:{"method":`...)
+		env = core.AppendJSONString(env, in.Method)
+		if env, err = appendRaw(env, "params", in.Params); err != nil {
+			return nil, err
+		}
+		env = append(env, '}')
+	}
+	env = append(env, '}')
+	if len(o.progress) > 0 {
+		env = append(env, `,"progress":"`...)
+		env = base64.RawURLEncoding.AppendEncode(env, o.progress)
+		env = append(env, '"')
+	}
+	if o.ttl > 0 {
+		env = append(env, `,"ttl":`...)
+		env = strconv.AppendInt(env, int64(o.ttl/time.Second), 10)
+	}
+	if o.maxRounds > 0 {
+		env = append(env, `,"maxRounds":`...)
+		env = strconv.AppendInt(env, int64(o.maxRounds), 10)
+	}
+	if a := o.after; a != nil {
+		if a.Status != Complete {
+			return nil, &Error{Code: core.CodeRequestMalformed, Message: "After needs a complete outcome"}
+		}
+		env = append(env, `,"after":{"operationId":`...)
+		env = core.AppendJSONString(env, a.OperationID)
+		env = append(env, `,"round":`...)
+		env = strconv.AppendInt(env, int64(a.Round), 10)
+		env = append(env, `,"answers":{`...)
+		first := true
+		for k, v := range a.Answers {
+			if !first {
+				env = append(env, ',')
+			}
+			first = false
+			env = core.AppendJSONString(env, k)
+			env = append(env, ':')
+			env = append(env, v...)
+		}
+		env = append(env, "}}"...)
+	}
+	env = append(env, '}')
+	var r response
+	if err := g.call(ctx, env, &r); err != nil {
+		return nil, err
+	}
+	return r.Result, nil
+}
+
+// Resume checks a retry: it opens the requestState (bound to the
+// principal, method, target, arguments and audience), validates every
+// answer against the schema that was asked, and says what happened. An
+// invalid, tampered or expired state is an *Error with code
+// CodeStateInvalid (JSON-RPC -32602, "invalid or expired requestState")
+// and a Reason for logs.
+func (g *Guard) Resume(ctx context.Context, req *Request) (*Outcome, error) {
+	if req.RequestState == "" {
+		return nil, &Error{Code: core.CodeRequestMalformed, Message: "Resume needs the requestState the client echoed"}
+	}
+	env, err := g.envelope("resume", req)
+	if err != nil {
+		return nil, err
+	}
+	if n := g.policyRounds(ctx, req); n > 0 {
+		env = append(env, `,"maxRounds":`...)
+		env = strconv.AppendInt(env, int64(n), 10)
+	}
+	env = append(env, '}')
+	var r response
+	if err := g.call(ctx, env, &r); err != nil {
+		return nil, err
+	}
+	o := &Outcome{
+		Status:      r.Status,
+		OperationID: r.OperationID,
+		Round:       r.Round,
+		Answers:     r.Answers,
+		Declined:    r.Declined,
+		Cancelled:   r.Cancelled,
+	}
+	if r.Progress != "" {
+		o.Progress, _ = base64.RawURLEncoding.DecodeString(r.Progress)
+	}
+	if r.Status == InputRequired {
+		o.InputRequired = r.Result
+	}
+	return o, nil
+}
+
+// Lint checks an input request without asking: the same checks Ask runs.
+func (g *Guard) Lint(ctx context.Context, in InputRequest) ([]Finding, error) {
+	env := []byte(`{"v":1,"op":"lint","request":{"method":`)
+	env = core.AppendJSONString(env, in.Method)
+	var err error
+	if env, err = appendRaw(env, "params", in.Params); err != nil {
+		return nil, err
+	}
+	env = append(env, "}}"...)
+	return g.lint(ctx, env)
+}
+
+// LintSchema checks a bare requestedSchema.
+func (g *Guard) LintSchema(ctx context.Context, schema json.RawMessage) ([]Finding, error) {
+	if !json.Valid(schema) {
+		return nil, &Error{Code: core.CodeJSONSyntax, Message: "schema is not valid JSON"}
+	}
+	env := append([]byte(`{"v":1,"op":"lint","schema":`), schema...)
+	env = append(env, '}')
+	return g.lint(ctx, env)
+}
+
+func (g *Guard) lint(ctx context.Context, env []byte) ([]Finding, error) {
+	var r response
+	if err := g.call(ctx, env, &r); err != nil {
+		return nil, err
+	}
+	return r.Findings, nil
+}

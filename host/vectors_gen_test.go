@@ -1,0 +1,581 @@
+package host
+
+// This file generates the shared test vectors under testdata/vectors/.
+// Each case is written here with the outcome a person expects ("expect");
+// the generator runs the native core, refuses to write a file whose
+// outcomes differ from what is expected, and records the exact response
+// bytes. TestVectors then runs every file against the native core and
+// guard.wasm (and sdk-js runs them in Node) and compares byte for byte.
+//
+//	go test ./host -run TestVectors -update
+
+import (
+	"crypto/sha512"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mrtr-wasm/mrtr-wasm/guest/core"
+)
+
+const (
+	vecAudience = "vectors.example"
+	vecNowMs    = int64(1785196800000) // 2026-07-28T00:00:00Z
+)
+
+// vecKeyA is the PASETO v4 test key 707172…8f; vecKeyB another.
+var (
+	vecKeyA = "k4.local." + base64.RawURLEncoding.EncodeToString(seq(0x70, 32))
+	vecKeyB = "k4.local." + base64.RawURLEncoding.EncodeToString(seq(0x20, 32))
+)
+
+func seq(start byte, n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = start + byte(i)
+	}
+	return b
+}
+
+type vecFile struct {
+	Description string    `json:"description"`
+	Cases       []vecCase `json:"cases"`
+}
+
+type vecCase struct {
+	Name string `json:"name"`
+	// Exactly one of Request (the envelope's exact text), RequestBase64
+	// (exact bytes that are not valid UTF-8) or RequestRepeat (a large
+	// request built as prefix + fill×count + suffix).
+	Request       string     `json:"request,omitempty"`
+	RequestBase64 string     `json:"requestBase64,omitempty"`
+	RequestRepeat *vecRepeat `json:"requestRepeat,omitempty"`
+	Response      string     `json:"response"`
+	Expect        vecExpect  `json:"expect"`
+}
+
+type vecRepeat struct {
+	Prefix string `json:"prefix"`
+	Fill   string `json:"fill"`
+	Count  int    `json:"count"`
+	Suffix string `json:"suffix"`
+}
+
+// vecExpect is the part of the outcome a reader can check at a glance.
+type vecExpect struct {
+	OK     bool   `json:"ok"`
+	Status string `json:"status,omitempty"`
+	Code   string `json:"code,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	// Findings lists lint findings as "severity code field".
+	Findings []string `json:"findings,omitempty"`
+}
+
+func (c *vecCase) bytes() []byte {
+	switch {
+	case c.RequestBase64 != "":
+		b, _ := base64.StdEncoding.DecodeString(c.RequestBase64)
+		return b
+	case c.RequestRepeat != nil:
+		r := c.RequestRepeat
+		return []byte(r.Prefix + strings.Repeat(r.Fill, r.Count) + r.Suffix)
+	}
+	return []byte(c.Request)
+}
+
+// gen builds one vector file against a live native core.
+type gen struct {
+	t     *testing.T
+	g     *core.Guard
+	file  vecFile
+	names map[string]bool
+}
+
+func newGen(t *testing.T, desc string) *gen {
+	return &gen{t: t, g: core.New(), file: vecFile{Description: desc}, names: map[string]bool{}}
+}
+
+// run adds a case and returns the parsed response.
+func (v *gen) run(c vecCase) map[string]any {
+	v.t.Helper()
+	if v.names[c.Name] {
+		v.t.Fatalf("duplicate case name %q", c.Name)
+	}
+	v.names[c.Name] = true
+	out := v.g.Call(c.bytes())
+	c.Response = string(out)
+	var resp map[string]any
+	if err := json.Unmarshal(out, &resp); err != nil {
+		v.t.Fatalf("%s: response is not JSON: %v\n%s", c.Name, err, out)
+	}
+	got := expectOf(resp)
+	if !equalExpect(got, c.Expect) {
+		v.t.Fatalf("%s: expected %+v, got %+v\n%s", c.Name, c.Expect, got, out)
+	}
+	v.file.Cases = append(v.file.Cases, c)
+	return resp
+}
+
+func expectOf(resp map[string]any) vecExpect {
+	e := vecExpect{}
+	e.OK, _ = resp["ok"].(bool)
+	e.Status, _ = resp["status"].(string)
+	if er, ok := resp["error"].(map[string]any); ok {
+		e.Code, _ = er["code"].(string)
+		e.Reason, _ = er["reason"].(string)
+	}
+	if fs, ok := resp["findings"].([]any); ok {
+		for _, f := range fs {
+			m, _ := f.(map[string]any)
+			field, _ := m["field"].(string)
+			e.Findings = append(e.Findings, strings.TrimSpace(fmt.Sprintf("%v %v %s", m["severity"], m["code"], field)))
+		}
+	}
+	return e
+}
+
+func equalExpect(a, b vecExpect) bool {
+	if a.OK != b.OK || a.Status != b.Status || a.Code != b.Code || a.Reason != b.Reason || len(a.Findings) != len(b.Findings) {
+		return false
+	}
+	for i := range a.Findings {
+		if a.Findings[i] != b.Findings[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func (v *gen) req(name string, env string, want vecExpect) map[string]any {
+	v.t.Helper()
+	return v.run(vecCase{Name: name, Request: env, Expect: want})
+}
+
+func (v *gen) write(path string) {
+	v.t.Helper()
+	b, err := json.MarshalIndent(v.file, "", "  ")
+	if err != nil {
+		v.t.Fatal(err)
+	}
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		v.t.Fatal(err)
+	}
+}
+
+func ok(status string) vecExpect { return vecExpect{OK: true, Status: status} }
+func fail(code string) vecExpect { return vecExpect{Code: code} }
+func stateFail(reason string) vecExpect {
+	return vecExpect{Code: core.CodeStateInvalid, Reason: reason}
+}
+
+// vecRand is 48 deterministic "random" bytes per label.
+func vecRand(label string) string {
+	h := sha512.Sum512([]byte(label))
+	return base64.RawURLEncoding.EncodeToString(h[:48])
+}
+
+func configure(keys []string, extra string) string {
+	q := make([]string, len(keys))
+	for i, k := range keys {
+		q[i] = `"` + k + `"`
+	}
+	return `{"v":1,"op":"configure","keys":[` + strings.Join(q, ",") + `],"audience":"` + vecAudience + `"` + extra + `}`
+}
+
+// call describes the bindings of an ask or resume envelope.
+type call struct {
+	op, label, principal, method, target, args, caps string
+	nowMs                                            int64
+	rest                                             string
+}
+
+func (c call) env() string {
+	if c.principal == "" {
+		c.principal = "alice"
+	}
+	if c.method == "" {
+		c.method = "tools/call"
+	}
+	if c.target == "" {
+		c.target = "book_demo_call"
+	}
+	if c.args == "" {
+		c.args = `{"topic":"pricing"}`
+	}
+	if c.caps == "" {
+		c.caps = `{"elicitation":{"form":{},"url":{}},"sampling":{},"roots":{}}`
+	}
+	if c.nowMs == 0 {
+		c.nowMs = vecNowMs
+	}
+	s := fmt.Sprintf(`{"v":1,"op":%q,"now":%d,"rand":%q,"principal":%q,"method":%q,"target":%q,"arguments":%s,"capabilities":%s`,
+		c.op, c.nowMs, vecRand(c.label), c.principal, c.method, c.target, c.args, c.caps)
+	return s + c.rest + "}"
+}
+
+func tokenOf(t *testing.T, resp map[string]any) string {
+	t.Helper()
+	r, _ := resp["result"].(map[string]any)
+	s, _ := r["requestState"].(string)
+	if s == "" {
+		t.Fatalf("no requestState in %v", resp)
+	}
+	return s
+}
+
+func resumeRest(token, responses string) string {
+	r := `,"requestState":` + jsonString(token)
+	if responses != "" {
+		r = `,"inputResponses":` + responses + r
+	}
+	return r
+}
+
+func jsonString(s string) string { return string(core.AppendJSONString(nil, s)) }
+
+const (
+	contactForm = `{"method":"elicitation/create","params":{"mode":"form","message":"Who should we book the demo for?","requestedSchema":{"type":"object","properties":{"name":{"type":"string","title":"Your name","minLength":1},"email":{"type":"string","title":"Work email","format":"email"}},"required":["name","email"]}}}`
+	confirmForm = `{"method":"elicitation/create","params":{"message":"Book it?","requestedSchema":{"type":"object","properties":{"ok":{"type":"boolean","title":"Confirm","default":false}},"required":["ok"]}}}`
+	seatsForm   = `{"method":"elicitation/create","params":{"mode":"form","message":"How many seats?","requestedSchema":{"type":"object","properties":{"seats":{"type":"integer","minimum":1,"maximum":10},"size":{"type":"number"},"slot":{"type":"string","title":"Time slot","oneOf":[{"const":"mon-10","title":"Monday 10:00"},{"const":"tue-14","title":"Tuesday 14:00"}]},"topics":{"type":"array","minItems":1,"maxItems":2,"items":{"type":"string","enum":["pricing","security","api"]}},"day":{"type":"string","format":"date"}},"required":["seats","slot"]}}}`
+	urlRequest  = `{"method":"elicitation/create","params":{"mode":"url","message":"Connect your calendar on our site.","url":"https://crm.example.com/connect/7f3a"}}`
+	sampleReq   = `{"method":"sampling/createMessage","params":{"messages":[{"role":"user","content":{"type":"text","text":"Summarise the account"}}],"maxTokens":200}}`
+	rootsReq    = `{"method":"roots/list"}`
+)
+
+func askRest(reqs string) string { return `,"inputRequests":` + reqs }
+
+func TestVectors(t *testing.T) {
+	dir := filepath.Join("..", "testdata", "vectors")
+	if *update {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		genAsk(t).write(filepath.Join(dir, "ask.json"))
+		genResume(t).write(filepath.Join(dir, "resume.json"))
+		genOpen(t).write(filepath.Join(dir, "open.json"))
+		genLint(t).write(filepath.Join(dir, "lint.json"))
+		genBadInput(t).write(filepath.Join(dir, "bad-input.json"))
+		genPaseto(t).write(filepath.Join(dir, "paseto.json"))
+	}
+	runVectorFiles(t, dir)
+}
+
+func genAsk(t *testing.T) *gen {
+	v := newGen(t, "Ask: lint, capability checks and sealing. With the fixed key, clock and random bytes every requestState is exact.")
+	v.req("ask before configure", call{op: "ask", label: "a0", rest: askRest(`{"contact":` + contactForm + `}`)}.env(), fail(core.CodeNotConfigured))
+	v.req("configure", configure([]string{vecKeyA}, ""), ok(""))
+	v.req("form", call{op: "ask", label: "a1", rest: askRest(`{"contact":` + contactForm + `}`)}.env(), ok("input_required"))
+	v.req("form without mode", call{op: "ask", label: "a2", rest: askRest(`{"confirm":` + confirmForm + `}`)}.env(), ok("input_required"))
+	v.req("form and url together", call{op: "ask", label: "a3", rest: askRest(`{"contact":` + contactForm + `,"calendar":` + urlRequest + `}`)}.env(), ok("input_required"))
+	v.req("sampling and roots", call{op: "ask", label: "a4", rest: askRest(`{"summary":` + sampleReq + `,"roots":` + rootsReq + `}`)}.env(), ok("input_required"))
+	v.req("state only (load shedding)", call{op: "ask", label: "a5", rest: `,"progress":"c3RlcC0y"`}.env(), ok("input_required"))
+	v.req("with progress bytes", call{op: "ask", label: "a6", rest: askRest(`{"contact":`+contactForm+`}`) + `,"progress":"eyJzdGVwIjoxfQ"`}.env(), ok("input_required"))
+	v.req("prompts/get", call{op: "ask", label: "a7", method: "prompts/get", target: "greeting", args: `{"lang":"en"}`, rest: askRest(`{"confirm":` + confirmForm + `}`)}.env(), ok("input_required"))
+	v.req("resources/read without arguments", call{op: "ask", label: "a8", method: "resources/read", target: "crm://accounts/42", args: "null", rest: askRest(`{"confirm":` + confirmForm + `}`)}.env(), ok("input_required"))
+	v.req("after a completed round keeps the operation id", call{op: "ask", label: "a9", rest: askRest(`{"confirm":`+confirmForm+`}`) + `,"after":{"operationId":"AAECAwQFBgcICQoLDA0ODw","round":1,"answers":{"contact":{"action":"accept","content":{"name":"Ann","email":"ann@example.com"}}}}`}.env(), ok("input_required"))
+	v.req("after the last round", call{op: "ask", label: "a10", rest: askRest(`{"confirm":`+confirmForm+`}`) + `,"after":{"operationId":"AAECAwQFBgcICQoLDA0ODw","round":3,"answers":{}}`}.env(), fail(core.CodeRoundsExceeded))
+	v.req("form without elicitation capability", call{op: "ask", label: "c1", caps: `{}`, rest: askRest(`{"contact":` + contactForm + `}`)}.env(), fail(core.CodeCapabilityMissing))
+	v.req("form when the client declared url only", call{op: "ask", label: "c2", caps: `{"elicitation":{"url":{}}}`, rest: askRest(`{"contact":` + contactForm + `}`)}.env(), fail(core.CodeCapabilityMissing))
+	v.req("url when the client declared elicitation {} (form only)", call{op: "ask", label: "c3", caps: `{"elicitation":{}}`, rest: askRest(`{"calendar":` + urlRequest + `}`)}.env(), fail(core.CodeCapabilityMissing))
+	v.req("form with elicitation {}", call{op: "ask", label: "c4", caps: `{"elicitation":{}}`, rest: askRest(`{"contact":` + contactForm + `}`)}.env(), ok("input_required"))
+	v.req("sampling with tools without sampling.tools", call{op: "ask", label: "c5", caps: `{"sampling":{}}`, rest: askRest(`{"s":{"method":"sampling/createMessage","params":{"messages":[{"role":"user","content":{"type":"text","text":"x"}}],"maxTokens":5,"tools":[]}}}`)}.env(), fail(core.CodeCapabilityMissing))
+	v.req("roots without roots capability", call{op: "ask", label: "c6", caps: `{"elicitation":{}}`, rest: askRest(`{"r":` + rootsReq + `}`)}.env(), fail(core.CodeCapabilityMissing))
+	v.req("capabilities absent", call{op: "ask", label: "c7", caps: "null", rest: askRest(`{"contact":` + contactForm + `}`)}.env(), fail(core.CodeCapabilityMissing))
+	v.req("secret field refused", call{op: "ask", label: "s1", rest: askRest(`{"login":{"method":"elicitation/create","params":{"message":"Sign in","requestedSchema":{"type":"object","properties":{"user":{"type":"string"},"password":{"type":"string","format":"password"}}}}}}`)}.env(), fail(core.CodeFormSecretField))
+	v.req("API key in Spanish refused", call{op: "ask", label: "s2", rest: askRest(`{"k":{"method":"elicitation/create","params":{"message":"Configura","requestedSchema":{"type":"object","properties":{"clave":{"type":"string","title":"Clave de API"}}}}}}`)}.env(), fail(core.CodeFormSecretField))
+	v.req("nested object refused", call{op: "ask", label: "s3", rest: askRest(`{"k":{"method":"elicitation/create","params":{"message":"Address","requestedSchema":{"type":"object","properties":{"address":{"type":"object","properties":{"city":{"type":"string"}}}}}}}}`)}.env(), fail(core.CodeFormNotFlat))
+	v.req("unknown input method", call{op: "ask", label: "s4", rest: askRest(`{"k":{"method":"tools/call","params":{}}}`)}.env(), fail(core.CodeInputUnknownMethod))
+	v.req("url over http to a public host", call{op: "ask", label: "s5", rest: askRest(`{"k":{"method":"elicitation/create","params":{"mode":"url","message":"Go","url":"http://crm.example.com/connect"}}}`)}.env(), fail(core.CodeURLNotHTTPS))
+	v.req("method that cannot ask", call{op: "ask", label: "m1", method: "tools/list", rest: askRest(`{"contact":` + contactForm + `}`)}.env(), fail(core.CodeMethodNotAllowed))
+	v.req("missing rand", `{"v":1,"op":"ask","now":1785196800000,"principal":"alice","method":"tools/call","target":"t","inputRequests":{}}`, fail(core.CodeRequestNoEntropy))
+	v.req("missing principal", `{"v":1,"op":"ask","now":1785196800000,"rand":"`+vecRand("m2")+`","method":"tools/call","target":"t","inputRequests":{}}`, fail(core.CodeRequestMalformed))
+	v.req("keys differing only in case", call{op: "ask", label: "m3", rest: askRest(`{"contact":` + contactForm + `,"Contact":` + confirmForm + `}`)}.env(), fail(core.CodeCaseDuplicateKey))
+	v.req("custom ttl and rounds", call{op: "ask", label: "m4", rest: askRest(`{"confirm":`+confirmForm+`}`) + `,"ttl":60,"maxRounds":2`}.env(), ok("input_required"))
+	v.req("configure small maxState", configure([]string{vecKeyA}, `,"maxState":600`), ok(""))
+	v.req("state over maxState", call{op: "ask", label: "m5", rest: askRest(`{"contact":` + contactForm + `,"confirm":` + confirmForm + `}`)}.env(), fail(core.CodeRequestTooLarge))
+	return v
+}
+
+func genResume(t *testing.T) *gen {
+	v := newGen(t, "Resume: every row of the outcome table, from states sealed in this file.")
+	v.req("configure", configure([]string{vecKeyA}, ""), ok(""))
+	ask := func(name, label, reqs string) string {
+		return tokenOf(t, v.req(name, call{op: "ask", label: label, rest: askRest(reqs)}.env(), ok("input_required")))
+	}
+	resume := func(name, label, tok, responses string, want vecExpect) map[string]any {
+		return v.req(name, call{op: "resume", label: label, rest: resumeRest(tok, responses)}.env(), want)
+	}
+	t1 := ask("ask contact", "r1", `{"contact":`+contactForm+`}`)
+	resume("accept valid → complete", "r2", t1, `{"contact":{"action":"accept","content":{"name":"Ann Lee","email":"ann@example.com"}}}`, ok("complete"))
+	resume("same retry again → same complete (single use is the ledger's job)", "r3", t1, `{"contact":{"action":"accept","content":{"email":"ann@example.com","name":"Ann Lee"}}}`, ok("complete"))
+	r := resume("accept with invalid email → re-ask naming the field", "r4", t1, `{"contact":{"action":"accept","content":{"name":"Ann Lee","email":"ann-at-example"}}}`, ok("input_required"))
+	t2 := tokenOf(t, r)
+	resume("round 2 valid → complete", "r5", t2, `{"contact":{"action":"accept","content":{"name":"Ann Lee","email":"ann@example.com"}}}`, ok("complete"))
+	r = resume("round 2 still invalid → round 3", "r6", t2, `{"contact":{"action":"accept","content":{"name":"","email":"ann@"}}}`, ok("input_required"))
+	t3 := tokenOf(t, r)
+	resume("round 3 still invalid → rounds exceeded", "r7", t3, `{"contact":{"action":"accept","content":{"name":"Ann"}}}`, fail(core.CodeRoundsExceeded))
+	resume("accept without email → re-ask", "r8", t1, `{"contact":{"action":"accept","content":{"name":"Ann Lee"}}}`, ok("input_required"))
+	resume("accept without content → re-ask both", "r9", t1, `{"contact":{"action":"accept"}}`, ok("input_required"))
+	resume("no response for the key → ask again", "r10", t1, `{}`, ok("input_required"))
+	resume("no inputResponses at all → ask again", "r11", t1, ``, ok("input_required"))
+	resume("decline → declined", "r12", t1, `{"contact":{"action":"decline"}}`, ok("declined"))
+	resume("cancel → cancelled", "r13", t1, `{"contact":{"action":"cancel"}}`, ok("cancelled"))
+	resume("extra unknown response keys ignored", "r14", t1, `{"contact":{"action":"accept","content":{"name":"Ann","email":"ann@example.com"}},"other":{"action":"accept"}}`, ok("complete"))
+	resume("unasked content fields dropped", "r15", t1, `{"contact":{"action":"accept","content":{"name":"Ann","email":"ann@example.com","role":"admin"}}}`, ok("complete"))
+	resume("unknown action → malformed", "r16", t1, `{"contact":{"action":"maybe"}}`, fail(core.CodeResponsesMalformed))
+	resume("response not an object → malformed", "r17", t1, `{"contact":"yes"}`, fail(core.CodeResponsesMalformed))
+	resume("inputResponses not an object → malformed", "r18", t1, `[1]`, fail(core.CodeResponsesMalformed))
+	resume("content nested deeper than a form", "r19", t1, `{"contact":{"action":"accept","content":{"name":{"first":"Ann"},"email":"ann@example.com"}}}`, fail(core.CodeTooDeep))
+	resume("content keys differing only in case", "r20", t1, `{"contact":{"action":"accept","content":{"email":"a@example.com","Email":"b@example.com","name":"A"}}}`, fail(core.CodeCaseDuplicateKey))
+	resume("response keys differing only in case", "r21", t1, `{"contact":{"action":"decline"},"CONTACT":{"action":"accept"}}`, fail(core.CodeCaseDuplicateKey))
+
+	ts := ask("ask seats", "r30", `{"seats":`+seatsForm+`}`)
+	resume("string where a number belongs → re-ask", "r31", ts, `{"seats":{"action":"accept","content":{"seats":"3","slot":"mon-10"}}}`, ok("input_required"))
+	resume("number above maximum → re-ask", "r32", ts, `{"seats":{"action":"accept","content":{"seats":11,"slot":"mon-10"}}}`, ok("input_required"))
+	resume("huge number → out of range error", "r33", ts, `{"seats":{"action":"accept","content":{"seats":1e1000001,"slot":"mon-10"}}}`, fail(core.CodeNumberOutOfRange))
+	resume("fraction for an integer → re-ask", "r34", ts, `{"seats":{"action":"accept","content":{"seats":2.5,"slot":"mon-10"}}}`, ok("input_required"))
+	resume("non-integer number accepted for number", "r35", ts, `{"seats":{"action":"accept","content":{"seats":2,"size":2.75,"slot":"mon-10"}}}`, ok("complete"))
+	resume("titled enum outside options → re-ask", "r36", ts, `{"seats":{"action":"accept","content":{"seats":2,"slot":"wed-9"}}}`, ok("input_required"))
+	resume("multi-select too many → re-ask", "r37", ts, `{"seats":{"action":"accept","content":{"seats":2,"slot":"tue-14","topics":["pricing","security","api"]}}}`, ok("input_required"))
+	resume("multi-select valid", "r38", ts, `{"seats":{"action":"accept","content":{"seats":2,"slot":"tue-14","topics":["api"],"day":"2026-08-03"}}}`, ok("complete"))
+	resume("bad date format → re-ask", "r39", ts, `{"seats":{"action":"accept","content":{"seats":2,"slot":"tue-14","day":"03/08/2026"}}}`, ok("input_required"))
+	resume("multi-select holding an object", "r40", ts, `{"seats":{"action":"accept","content":{"seats":2,"slot":"tue-14","topics":[{"a":1}]}}}`, fail(core.CodeTooDeep))
+
+	tm := ask("ask contact and confirm", "r50", `{"contact":`+contactForm+`,"confirm":`+confirmForm+`}`)
+	resume("both valid → complete with both", "r51", tm, `{"contact":{"action":"accept","content":{"name":"Ann","email":"ann@example.com"}},"confirm":{"action":"accept","content":{"ok":true}}}`, ok("complete"))
+	resume("one declined, one valid → declined", "r52", tm, `{"contact":{"action":"accept","content":{"name":"Ann","email":"ann@example.com"}},"confirm":{"action":"decline"}}`, ok("declined"))
+	resume("decline beats cancel", "r53", tm, `{"contact":{"action":"cancel"},"confirm":{"action":"decline"}}`, ok("declined"))
+	resume("one cancelled, one valid → cancelled", "r54", tm, `{"contact":{"action":"cancel"},"confirm":{"action":"accept","content":{"ok":true}}}`, ok("cancelled"))
+	r = resume("one valid, one missing → ask only the missing one", "r55", tm, `{"contact":{"action":"accept","content":{"name":"Ann","email":"ann@example.com"}}}`, ok("input_required"))
+	tm2 := tokenOf(t, r)
+	resume("answer carried from round 1 → complete with the union", "r56", tm2, `{"confirm":{"action":"accept","content":{"ok":true}}}`, ok("complete"))
+	resume("answering an already answered key again is ignored", "r57", tm2, `{"contact":{"action":"decline"},"confirm":{"action":"accept","content":{"ok":true}}}`, ok("complete"))
+
+	tu := ask("ask url", "r60", `{"calendar":`+urlRequest+`}`)
+	resume("url accept → consented", "r61", tu, `{"calendar":{"action":"accept"}}`, ok("complete"))
+	resume("url decline", "r62", tu, `{"calendar":{"action":"decline"}}`, ok("declined"))
+	tsr := ask("ask sampling and roots", "r70", `{"summary":`+sampleReq+`,"roots":`+rootsReq+`}`)
+	resume("sampling and roots answered", "r71", tsr, `{"summary":{"role":"assistant","content":{"type":"text","text":"Fine."},"model":"m1","stopReason":"endTurn"},"roots":{"roots":[{"uri":"file:///home/ann/project","name":"project"}]}}`, ok("complete"))
+	resume("sampling result without model", "r72", tsr, `{"summary":{"role":"assistant","content":{"type":"text","text":"Fine."}},"roots":{"roots":[]}}`, fail(core.CodeResponsesMalformed))
+	resume("roots with a non-file uri", "r73", tsr, `{"summary":{"role":"assistant","content":{"type":"text","text":"x"},"model":"m"},"roots":{"roots":[{"uri":"https://x"}]}}`, fail(core.CodeResponsesMalformed))
+
+	tp := tokenOf(t, v.req("ask with progress", call{op: "ask", label: "r80", rest: askRest(`{"confirm":`+confirmForm+`}`) + `,"progress":"eyJzdGVwIjoxfQ"`}.env(), ok("input_required")))
+	resume("progress comes back", "r81", tp, `{"confirm":{"action":"accept","content":{"ok":false}}}`, ok("complete"))
+	r = resume("re-ask keeps progress", "r82", tp, `{}`, ok("input_required"))
+	resume("progress after a re-ask", "r83", tokenOf(t, r), `{"confirm":{"action":"accept","content":{"ok":true}}}`, ok("complete"))
+	resume("no elicitation capability on the re-ask", "r84", tp, `{}`, ok("input_required"))
+	v.req("re-ask refused when the retry dropped the capability", call{op: "resume", label: "r85", caps: `{}`, rest: resumeRest(tp, `{}`)}.env(), fail(core.CodeCapabilityMissing))
+	v.req("resume with a round limit of 1", call{op: "resume", label: "r86", rest: resumeRest(tp, `{}`) + `,"maxRounds":1`}.env(), fail(core.CodeRoundsExceeded))
+	v.req("resume without requestState", call{op: "resume", label: "r87", rest: `,"inputResponses":{}`}.env(), fail(core.CodeRequestMalformed))
+	return v
+}
+
+func genOpen(t *testing.T) *gen {
+	v := newGen(t, "Open: a requestState opens only for its principal, method, target, arguments and audience, under a listed key, before it expires; every refusal is the same error with an internal reason.")
+	v.req("configure", configure([]string{vecKeyA}, ""), ok(""))
+	tok := tokenOf(t, v.req("ask", call{op: "ask", label: "o1", rest: askRest(`{"contact":` + contactForm + `}`)}.env(), ok("input_required")))
+	open := func(name string, c call, tk string, want vecExpect) {
+		c.op = "open"
+		c.label = "unused"
+		c.rest = `,"requestState":` + jsonString(tk)
+		v.req(name, c.env(), want)
+	}
+	open("intact", call{}, tok, ok("open"))
+	open("arguments reordered and re-spaced (RFC 8785)", call{args: `{ "topic" : "pricing" }`}, tok, ok("open"))
+	open("other principal", call{principal: "mallory"}, tok, stateFail(core.ReasonPrincipal))
+	open("other target", call{target: "delete_account"}, tok, stateFail(core.ReasonTarget))
+	open("other method", call{method: "prompts/get"}, tok, stateFail(core.ReasonMethod))
+	open("other arguments", call{args: `{"topic":"refunds"}`}, tok, stateFail(core.ReasonArguments))
+	open("one second before expiry", call{nowMs: vecNowMs + 299_000}, tok, ok("open"))
+	open("at expiry", call{nowMs: vecNowMs + 300_000}, tok, stateFail(core.ReasonExpired))
+	open("issued in the future", call{nowMs: vecNowMs - 120_000}, tok, stateFail(core.ReasonNotYetValid))
+	body := strings.TrimPrefix(tok, "v4.local.")
+	dot := strings.IndexByte(body, '.')
+	flip := func(s string, i int) string {
+		b := []byte(s)
+		if b[i] == 'A' {
+			b[i] = 'B'
+		} else {
+			b[i] = 'A'
+		}
+		return string(b)
+	}
+	open("nonce changed", call{}, "v4.local."+flip(body, 3), stateFail(core.ReasonTampered))
+	open("ciphertext changed", call{}, "v4.local."+flip(body, dot/2), stateFail(core.ReasonTampered))
+	open("tag changed", call{}, "v4.local."+flip(body, dot-3), stateFail(core.ReasonTampered))
+	open("footer changed", call{}, "v4.local."+flip(body, dot+5), stateFail(core.ReasonMalformed))
+	open("footer removed", call{}, "v4.local."+body[:dot], stateFail(core.ReasonMalformed))
+	open("truncated", call{}, tok[:len(tok)/2], stateFail(core.ReasonMalformed))
+	open("not a token", call{}, "eyJzdGF0ZSI6MX0", stateFail(core.ReasonMalformed))
+	open("v4.public header", call{}, "v4.public."+body, stateFail(core.ReasonMalformed))
+	open("padding added", call{}, "v4.local."+body[:dot]+"=="+body[dot:], stateFail(core.ReasonMalformed))
+	open("oversize", call{}, tok+strings.Repeat("A", 8192), stateFail(core.ReasonOversize))
+	v.req("configure another key", configure([]string{vecKeyB}, ""), ok(""))
+	open("removed key", call{}, tok, stateFail(core.ReasonUnknownKey))
+	v.req("configure rotation: new primary, old still listed", configure([]string{vecKeyB, vecKeyA}, ""), ok(""))
+	open("old key still opens", call{}, tok, ok("open"))
+	v.req("configure another audience", `{"v":1,"op":"configure","keys":["`+vecKeyA+`"],"audience":"other.example"}`, ok(""))
+	open("other audience", call{}, tok, stateFail(core.ReasonAudience))
+	return v
+}
+
+func genLint(t *testing.T) *gen {
+	v := newGen(t, "Lint: the 2026-07-28 form subset, the secret rule and URL-mode rules. Lint needs no configuration.")
+	lint := func(name, body string, want vecExpect) { v.req(name, `{"v":1,"op":"lint",`+body+`}`, want) }
+	found := func(fs []string) vecExpect { return vecExpect{OK: true, Findings: fs} }
+	schema := func(name, s string, fs ...string) { lint(name, `"schema":`+s, found(fs)) }
+	params := func(name, p string, fs ...string) { lint(name, `"params":`+p, found(fs)) }
+	request := func(name, r string, fs ...string) { lint(name, `"request":`+r, found(fs)) }
+	schema("clean contact form", `{"type":"object","properties":{"name":{"type":"string","title":"Name"},"email":{"type":"string","format":"email"}},"required":["name","email"]}`)
+	schema("every primitive kind", `{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","properties":{"s":{"type":"string","minLength":1,"maxLength":9,"default":"abc"},"n":{"type":"number","minimum":0,"maximum":1.5,"default":1},"i":{"type":"integer","default":2},"b":{"type":"boolean","default":true},"e":{"type":"string","enum":["x","y"],"default":"x"},"t":{"type":"string","oneOf":[{"const":"a","title":"A"}]},"m":{"type":"array","items":{"type":"string","enum":["p","q"]},"default":["p"]},"tm":{"type":"array","minItems":1,"items":{"anyOf":[{"const":"p","title":"P"}]}},"d":{"type":"string","format":"date-time"},"u":{"type":"string","format":"uri"}}}`)
+	schema("legacy enumNames is a warning", `{"type":"object","properties":{"c":{"type":"string","enum":["r","g"],"enumNames":["Red","Green"]}}}`, "warning mrtr.form.legacy_enum_names c")
+	schema("nested object", `{"type":"object","properties":{"addr":{"type":"object","properties":{"city":{"type":"string"}}}}}`, "error mrtr.form.not_flat addr")
+	schema("array of objects", `{"type":"object","properties":{"people":{"type":"array","items":{"type":"object"}}}}`, "error mrtr.form.not_flat people")
+	schema("type union", `{"type":"object","properties":{"x":{"type":["string","null"]}}}`, "error mrtr.form.unsupported_type x")
+	schema("pattern is outside the subset", `{"type":"object","properties":{"zip":{"type":"string","pattern":"^[0-9]{5}$"}}}`, "error mrtr.form.unsupported_keyword zip")
+	schema("unsupported format", `{"type":"object","properties":{"ip":{"type":"string","format":"ipv4"}}}`, "error mrtr.form.unsupported_format ip")
+	schema("required names a missing property", `{"type":"object","properties":{"a":{"type":"string"}},"required":["a","b"]}`, "error mrtr.form.required_unknown b")
+	schema("default of the wrong type", `{"type":"object","properties":{"n":{"type":"integer","default":"five"}}}`, "error mrtr.form.invalid_default n")
+	schema("default outside the enum", `{"type":"object","properties":{"c":{"type":"string","enum":["r","g"],"default":"b"}}}`, "error mrtr.form.invalid_default c")
+	schema("default that is not an email", `{"type":"object","properties":{"e":{"type":"string","format":"email","default":"nobody"}}}`, "error mrtr.form.invalid_default e")
+	schema("minimum greater than maximum", `{"type":"object","properties":{"n":{"type":"number","minimum":5,"maximum":1}}}`, "error mrtr.form.invalid_keyword_value n")
+	schema("huge minimum", `{"type":"object","properties":{"n":{"type":"number","minimum":1e1000001}}}`, "error mrtr.form.invalid_keyword_value n")
+	schema("minimum as a string", `{"type":"object","properties":{"n":{"type":"number","minimum":"5"}}}`, "error mrtr.form.invalid_keyword_value n")
+	schema("root is not an object schema", `{"type":"array","items":{"type":"string"}}`, "error mrtr.form.invalid_schema", "error mrtr.form.unsupported_keyword", "error mrtr.form.invalid_schema")
+	schema("unknown dialect", `{"$schema":"https://example.com/my-schema","type":"object","properties":{}}`, "error mrtr.form.schema_dialect")
+	schema("$ref is outside the subset", `{"type":"object","properties":{"a":{"$ref":"https://example.com/a.json"}}}`, "error mrtr.form.unsupported_keyword a")
+	schema("properties differing only in case", `{"type":"object","properties":{"email":{"type":"string"},"Email":{"type":"string"}}}`, "error mrtr.form.invalid_schema")
+	for _, f := range []struct{ name, prop string }{
+		{"password (format)", `"p":{"type":"string","format":"password"}`},
+		{"writeOnly string (writeOnly is not a form keyword either)", `"val":{"type":"string","title":"Value","writeOnly":true}`},
+		{"password (en)", `"password":{"type":"string"}`},
+		{"passwd", `"passwd":{"type":"string"}`},
+		{"apiKey (camel)", `"apiKey":{"type":"string"}`},
+		{"api-key (kebab)", `"api-key":{"type":"string"}`},
+		{"refresh_token", `"refresh_token":{"type":"string"}`},
+		{"client secret", `"clientSecret":{"type":"string","title":"Client secret"}`},
+		{"private key", `"pk":{"type":"string","title":"Private key (PEM)"}`},
+		{"seed phrase", `"words":{"type":"string","description":"Your 12-word seed phrase"}`},
+		{"card number", `"card_number":{"type":"string"}`},
+		{"CVV as integer", `"cvv":{"type":"integer"}`},
+		{"card PIN", `"pin":{"type":"string","title":"Card PIN"}`},
+		{"one-time code", `"otp":{"type":"string","title":"One-time code"}`},
+		{"recovery codes", `"backup":{"type":"string","title":"Recovery code"}`},
+		{"Spanish contraseña", `"c":{"type":"string","title":"Contraseña"}`},
+		{"Russian пароль", `"p":{"type":"string","title":"Пароль"}`},
+		{"German Passwort", `"p":{"type":"string","title":"Passwort"}`},
+		{"French mot de passe", `"p":{"type":"string","title":"Mot de passe"}`},
+		{"Portuguese senha", `"s":{"type":"string","title":"Senha"}`},
+		{"Chinese 密码", `"m":{"type":"string","title":"密码"}`},
+		{"Japanese パスワード", `"p":{"type":"string","title":"パスワード"}`},
+	} {
+		field := f.prop[1 : 1+strings.IndexByte(f.prop[1:], '"')]
+		want := []string{"error mrtr.form.secret_field " + field}
+		if strings.Contains(f.prop, "writeOnly") {
+			want = append([]string{"error mrtr.form.unsupported_keyword " + field}, want...)
+		}
+		schema("secret: "+f.name, `{"type":"object","properties":{`+f.prop+`}}`, want...)
+	}
+	for _, f := range []struct{ name, prop string }{
+		{"max_tokens", `"max_tokens":{"type":"integer"}`},
+		{"token_count", `"token_count":{"type":"integer"}`},
+		{"public_key", `"public_key":{"type":"string"}`},
+		{"password_hint", `"password_hint":{"type":"string"}`},
+		{"pin_code as postal code", `"pin_code":{"type":"string","description":"Postal PIN code of your area"}`},
+		{"passport_number", `"passport_number":{"type":"string"}`},
+		{"iban", `"iban":{"type":"string","title":"IBAN"}`},
+	} {
+		schema("not a secret: "+f.name, `{"type":"object","properties":{`+f.prop+`}}`)
+	}
+	params("form params without message", `{"requestedSchema":{"type":"object","properties":{}}}`, "error mrtr.request.missing_message")
+	params("form params with an unknown field", `{"message":"x","requestedSchema":{"type":"object","properties":{}},"_meta":{}}`, "error mrtr.request.unknown_param")
+	params("url https", `{"mode":"url","message":"Connect","url":"https://crm.example.com/connect/abc"}`)
+	params("url http localhost", `{"mode":"url","message":"Connect","url":"http://127.0.0.1:8080/connect/abc"}`)
+	params("url http public", `{"mode":"url","message":"Connect","url":"http://crm.example.com/connect"}`, "error mrtr.url.not_https")
+	params("url with user info", `{"mode":"url","message":"Connect","url":"https://user:pw@crm.example.com/"}`, "error mrtr.url.credentials")
+	params("url with a token parameter", `{"mode":"url","message":"Connect","url":"https://crm.example.com/connect?access_token=abc"}`, "error mrtr.url.credentials")
+	params("url with an email", `{"mode":"url","message":"Connect","url":"https://crm.example.com/connect?who=ann%40example.com"}`, "error mrtr.url.personal_data")
+	params("url with a JWT in the path", `{"mode":"url","message":"Connect","url":"https://crm.example.com/c/eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhIn0.c2lnbmF0dXJl"}`, "error mrtr.url.credentials")
+	params("url without message", `{"mode":"url","url":"https://crm.example.com/"}`, "error mrtr.request.missing_message")
+	params("url not absolute", `{"mode":"url","message":"x","url":"/connect"}`, "error mrtr.url.invalid")
+	params("url with elicitationId (2025-11-25)", `{"mode":"url","message":"x","url":"https://crm.example.com/","elicitationId":"e1"}`, "error mrtr.request.unknown_param")
+	params("javascript url", `{"mode":"url","message":"x","url":"javascript:alert(1)"}`, "error mrtr.url.invalid")
+	request("sampling ok (deprecated warning)", sampleReq, "warning mrtr.input.deprecated")
+	request("sampling with maxTokens as a string", `{"method":"sampling/createMessage","params":{"messages":[{"role":"user","content":{"type":"text","text":"x"}}],"maxTokens":"100"}}`, "warning mrtr.input.deprecated", "error mrtr.input.invalid_params")
+	request("roots", rootsReq)
+	request("roots with unknown params", `{"method":"roots/list","params":{"x":1}}`, "error mrtr.request.unknown_param")
+	request("unknown method", `{"method":"tools/call"}`, "error mrtr.input.unknown_method")
+	lint("nothing to lint", `"x":1`, fail(core.CodeRequestMalformed))
+	return v
+}
+
+func genBadInput(t *testing.T) *gen {
+	v := newGen(t, "Bad input: every malformed request gets a stable code and the instance stays usable (the last case proves it).")
+	v.req("configure", configure([]string{vecKeyA}, ""), ok(""))
+	v.req("empty", ``, fail(core.CodeJSONSyntax))
+	v.req("not JSON", `hello`, fail(core.CodeJSONSyntax))
+	v.req("truncated", `{"v":1,"op":"lint","schema":{`, fail(core.CodeJSONSyntax))
+	v.req("trailing data", `{"v":1,"op":"lint","schema":{}} {}`, fail(core.CodeJSONSyntax))
+	v.req("not an object", `[1,2,3]`, fail(core.CodeRequestMalformed))
+	v.req("wrong version", `{"v":2,"op":"lint","schema":{}}`, fail(core.CodeRequestVersion))
+	v.req("unknown op", `{"v":1,"op":"explode"}`, fail(core.CodeRequestUnknownOp))
+	v.req("duplicate key", `{"v":1,"op":"lint","op":"ask"}`, fail(core.CodeDuplicateKey))
+	v.req("duplicate key deep inside", `{"v":1,"op":"lint","schema":{"type":"object","properties":{"a":{"type":"string","type":"number"}}}}`, fail(core.CodeDuplicateKey))
+	v.run(vecCase{Name: "invalid UTF-8", RequestBase64: base64.StdEncoding.EncodeToString([]byte("{\"v\":1,\"op\":\"lint\",\"schema\":\"\xff\xfe\"}")), Expect: fail(core.CodeInvalidUTF8)})
+	v.req("lone surrogate escape", `{"v":1,"op":"lint","schema":{"title":"\ud800"}}`, fail(core.CodeInvalidUTF8))
+	v.req("control character in a string", "{\"v\":1,\"op\":\"lint\",\"schema\":\"a\x01b\"}", fail(core.CodeJSONSyntax))
+	v.req("invalid escape", `{"v":1,"op":"lint","schema":"\q"}`, fail(core.CodeJSONSyntax))
+	v.req("leading zero", `{"v":01,"op":"lint"}`, fail(core.CodeJSONSyntax))
+	v.run(vecCase{Name: "nesting deeper than 64", RequestRepeat: &vecRepeat{Prefix: `{"v":1,"op":"lint","schema":`, Fill: "[", Count: 70, Suffix: strings.Repeat("]", 70) + "}"}, Expect: fail(core.CodeTooDeep)})
+	v.run(vecCase{Name: "request over 1 MiB", RequestRepeat: &vecRepeat{Prefix: `{"v":1,"op":"lint","schema":"`, Fill: "a", Count: 1 << 20, Suffix: `"}`}, Expect: fail(core.CodeRequestTooLarge)})
+	v.req("now as a string", `{"v":1,"op":"ask","now":"1785196800000","rand":"`+vecRand("b1")+`","principal":"a","method":"tools/call","target":"t"}`, fail(core.CodeRequestNoEntropy))
+	v.req("huge number in arguments", call{op: "ask", label: "b2", args: `{"n":1e1000001}`, rest: askRest(`{}`)}.env(), fail(core.CodeArgumentsMalformed))
+	v.req("configure with a bad key", `{"v":1,"op":"configure","keys":["k4.local.short"],"audience":"a"}`, fail(core.CodeConfigInvalid))
+	v.req("configure with a v3 key", `{"v":1,"op":"configure","keys":["k3.local.AAAA"],"audience":"a"}`, fail(core.CodeConfigInvalid))
+	v.req("configure without audience", `{"v":1,"op":"configure","keys":["`+vecKeyA+`"]}`, fail(core.CodeConfigInvalid))
+	v.req("still usable after all of that", call{op: "ask", label: "b3", rest: askRest(`{"contact":` + contactForm + `}`)}.env(), ok("input_required"))
+	return v
+}
+
+// genPaseto turns the official PASETO v4 vectors into envelopes for the
+// paseto.seal and paseto.open ops.
+func genPaseto(t *testing.T) *gen {
+	v := newGen(t, "The official PASETO v4 vectors (testdata/paseto/v4.json, ISC licence) through the module's paseto.seal and paseto.open ops.")
+	raw, err := os.ReadFile(filepath.Join("..", "testdata", "paseto", "v4.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f struct {
+		Tests []struct {
+			Name       string  `json:"name"`
+			ExpectFail bool    `json:"expect-fail"`
+			Key        string  `json:"key"`
+			Nonce      string  `json:"nonce"`
+			Token      string  `json:"token"`
+			Payload    *string `json:"payload"`
+			Footer     string  `json:"footer"`
+			Implicit   string  `json:"implicit-assertion"`
+		} `json:"tests"`
+	}
+	if err := json.Unmarshal(raw, &f); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range f.Tests {
+		key := tc.Key
+		if key == "" {
+			key = hex.EncodeToString(make([]byte, 32))
+		}
+		if !tc.ExpectFail && strings.HasPrefix(tc.Token, "v4.local.") {
+			v.req(tc.Name+" seal", `{"v":1,"op":"paseto.seal","key":"`+key+`","nonce":"`+tc.Nonce+`","payload":`+jsonString(*tc.Payload)+`,"footer":`+jsonString(tc.Footer)+`,"implicit":`+jsonString(tc.Implicit)+`}`, ok(""))
+			v.req(tc.Name+" open", `{"v":1,"op":"paseto.open","key":"`+key+`","token":`+jsonString(tc.Token)+`,"footer":`+jsonString(tc.Footer)+`,"implicit":`+jsonString(tc.Implicit)+`}`, ok(""))
+			continue
+		}
+		v.req(tc.Name+" must not open", `{"v":1,"op":"paseto.open","key":"`+key+`","token":`+jsonString(tc.Token)+`,"footer":`+jsonString(tc.Footer)+`,"implicit":`+jsonString(tc.Implicit)+`}`, stateFail(core.ReasonTampered))
+	}
+	return v
+}
