@@ -36,6 +36,7 @@ type config struct {
 	wasiRand       io.Reader
 	callTimeout    time.Duration
 	memoryLimitMiB uint32
+	maxMemoryMiB   uint32
 	module         []byte
 	policy         Policy
 }
@@ -76,6 +77,10 @@ func WithCallTimeout(d time.Duration) Option { return func(c *config) { c.callTi
 // collects garbage only near this limit, so it is also roughly each
 // instance's linear memory.
 func WithMemoryLimit(mib int) Option { return func(c *config) { c.memoryLimitMiB = uint32(mib) } }
+
+// WithMaxMemory hard-caps each instance's linear memory in MiB (default
+// 256). A guest that needs more traps and its instance is replaced.
+func WithMaxMemory(mib int) Option { return func(c *config) { c.maxMemoryMiB = uint32(mib) } }
 
 // WithClock replaces the clock (tests).
 func WithClock(now func() time.Time) Option { return func(c *config) { c.now = now } }

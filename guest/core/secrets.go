@@ -646,7 +646,7 @@ func (s *source) negated(tb *secretTable, f *field, m *match) bool {
 	if m.a < 0 {
 		// A CJK match: every word of its segment is near it.
 		for j := lo; j < hi && j < lo+4*negWindow; j++ {
-			if s.content(j) && s.negatesAt(tb, j, bit, true, false, false) {
+			if s.content(j) && s.negatesAt(tb, j, bit, true, true, false) {
 				return true
 			}
 		}
@@ -1192,20 +1192,33 @@ func buildSecretTable(src string) *secretTable {
 		}
 		stmts = append(stmts, strings.TrimSpace(line))
 	}
+	type statement struct {
+		head  []string
+		items []string
+	}
+	parsed := make([]statement, 0, len(stmts))
+	for _, st := range stmts {
+		colon := strings.Index(st, " : ")
+		if colon < 0 {
+			panic("secret tables: no ' : ' in " + st)
+		}
+		var items []string
+		for _, it := range strings.Split(st[colon+3:], "|") {
+			it = strings.TrimSpace(it)
+			switch {
+			case it == "":
+			case strings.IndexByte(it, '{') >= 0:
+				items = append(items, expandBraces(it)...)
+			default:
+				items = append(items, it)
+			}
+		}
+		parsed = append(parsed, statement{strings.Fields(st[:colon]), items})
+	}
 	// Stopwords first: the vocabulary leaves them out.
 	for pass := 0; pass < 2; pass++ {
-		for _, st := range stmts {
-			colon := strings.Index(st, " : ")
-			if colon < 0 {
-				panic("secret tables: no ' : ' in " + st)
-			}
-			head := strings.Fields(st[:colon])
-			var items []string
-			for _, it := range strings.Split(st[colon+3:], "|") {
-				if it = strings.Join(strings.Fields(it), " "); it != "" {
-					items = append(items, expandBraces(it)...)
-				}
-			}
+		for _, st := range parsed {
+			head, items := st.head, st.items
 			kind := head[0]
 			if (kind == "stop" || kind == "prep") != (pass == 0) {
 				continue
@@ -1508,7 +1521,7 @@ rule recovery_code : recovery code* | backup code* | recovery key* | scratch cod
   | rescue code* | backup verification code* | codigo {respaldo,recuperacion,recuperacao,backup,emergencia}
   | codigos {respaldo,recuperacion,recuperacao} | code {secours,recuperation,recup,recuperacion}
   | codes {secours,recuperation} | wiederherstellungscode* | backup code | notfallcode* | резервн* код*
-  | код* восстановлени* | codice {recupero,backup,emergenza} | clave recuperacion | chave recuperacao
+  | код* восстановлени* | {codice,codici} {recupero,backup,emergenza,riserva} | codigos {backup,emergencia} | codes {backup,recuperation} | clave recuperacion | chave recuperacao
   | {cle,clef} recuperation | ключ* восстановлени* | wiederherstellungsschlussel | recovery codes
 
 # ---- phrases that name no secret but hold secret-looking words --------------------------------------------
@@ -1539,13 +1552,14 @@ cjk payment_card : 卡号 | 卡號 | 银行卡号 | 信用卡号 | カード番�
 cjk access_token : 令牌 | 访问令牌 | 權杖 | トークン | アクセストークン | 토큰 | 액세스 토큰 | 접근 토큰
 cjk api_key : 密钥 | 秘钥 | 金鑰 | api密钥 | api金鑰 | apiキー | api키 | シークレットキー | アクセスキー | 시크릿 키
   | 비밀 키 | 액세스 키 | 访问密钥 | 应用密钥
-cjk client_secret : 客户端密钥 | 客户端密码 | 客戶端密鑰 | クライアントシークレット | 클라이언트 시크릿 | 클라이언트 비밀
+cjk client_secret : 客户端密钥 | 客户端密码 | 客戶端密鑰 | 客戶端密碼 | 用戶端密碼 | 用户端密钥 | 用戶端密鑰 | クライアントシークレット | 클라이언트 시크릿 | 클라이언트 비밀
 cjk private_key : 私钥 | 私鑰 | 助记词 | 助記詞 | 恢复短语 | 种子短语 | 助记短语 | 秘密鍵 | 秘密キー | プライベートキー
   | ニーモニック | シードフレーズ | リカバリーフレーズ | 復元フレーズ | 개인 키 | 프라이빗 키 | 니모닉 | 시드 구문 | 복구 구문
   | 시드 문구 | 복구 문구
 cjk mask : 公钥 | 公鑰 | 公開鍵 | 公開キー | パブリックキー | 공개 키 | 퍼블릭 키 | 秘密の質問 | 密保问题 | 安全问题
   | 보안 질문 | 비밀 질문 | 图形验证码 | 图片验证码 | 图形码 | 画像認証 | 보안 문자 | 암호화 | 암호문 | 关键词 | 關鍵詞
-  | キーワード | 키워드 | 令牌数 | トークン数 | 토큰 수 | 토큰 개수 | 密码提示
+  | キーワード | 키워드 | 令牌数 | トークン数 | 토큰 수 | 토큰 개수 | 密码提示 | 비밀번호 관리 | 암호 관리 | 密码管理
+  | 密碼管理 | パスワード管理 | パスワードマネージャ
 
 # ---- negators: modifiers anywhere in the segment ----------------------------------------------------------
 neg seg all : min | max | minimum | maximum | minimal | maximal | length | len | count | counts | limit | limits
