@@ -28,20 +28,29 @@ package core
 //     "cid" is a CVV only near card words, a bare "code" is an OTP only when something says it was sent.
 //
 // Precedence (first that applies wins):
-//  1. a boolean, or a choice (enum, oneOf, items.enum/anyOf: the user picks, does not type), is never a secret;
-//  2. format email/uri/date/… is never a secret;
+//  1. a boolean, or a choice (enum, oneOf, items.enum/anyOf: the user picks, does not type), is never a
+//     secret, whatever its format or writeOnly say;
+//  2. format email/uri/date/date-time/… is never a secret;
 //  3. a non-negated match in the title decides; a negated one in the title ("Password hint") means none;
-//  4. otherwise a match in the name decides (abbreviations such as pw, pwd, pass, tok, sk only when the title
-//     adds nothing beyond the name); a negated one means none;
-//  5. otherwise the description, if the name is opaque ("value", "input_7") or the match opens the description;
-//  6. the result of 3-5 is dropped for numbers when the class cannot be a number (API keys and tokens are
-//     never integers, so "max_tokens" typed integer is a count);
-//  7. format "password" or writeOnly on a non-boolean is a secret by itself; its class comes from any
-//     evidence in the text, else it is a password.
+//     a generic word that only context made a secret ("code" in "Where should we send the code?") gives way
+//     to a negated match in the name ("otp_channel");
+//  4. otherwise a match in the name decides, unless the title names something else (an email, a URL, a
+//     name, an id…). Abbreviations (pw, pwd, pass, tok, sk, pat, transliterations such as mima, parol) count
+//     only when the title adds nothing beyond the name ("sk" titled "Sort key" is no secret) and, when the
+//     description names something else ("pwd": "Working directory"), only if it also names a secret.
+//     A negated match in the name ("password_min_length") means none;
+//  5. otherwise the first sentence of the description, when the name and title name nothing else, and
+//     either the name is opaque ("value", "input_7", "hf") or the secret opens the sentence ("Your GitHub
+//     token", "Private SSH key used to connect");
+//  6. the result of 3-5 is dropped for numbers when the class cannot be a number (API keys, tokens,
+//     client secrets and private keys are never numbers, so "max_tokens" typed integer is a count);
+//  7. format "password" or writeOnly on any other field is a secret by itself, even against a negator; its
+//     class comes from any match in the text, else it is a password.
 //
 // Within one text, when several classes match, the more specific wins: client secret, CVV, PIN, OTP,
 // recovery code, password, private key, card number, access token, API key ("Private key password" is a
-// password, "Card PIN" a PIN).
+// password, "Card PIN" a PIN, "API token" a token). "pk" alone is never evidence (primary, public or
+// private key); "cid" is a CVV only near card words, otherwise an id.
 
 import (
 	"strconv"
@@ -126,9 +135,7 @@ func detectSecret(f *fieldInfo) (class secretClass, reason string) {
 	tb := tables()
 
 	var fld field
-	fld.src[srcName].analyse(tb, f.Name, srcName)
-	fld.src[srcTitle].analyse(tb, f.Title, srcTitle)
-	fld.src[srcDesc].analyse(tb, f.Description, srcDesc)
+	fld.analyse(tb, f)
 	fld.scanContext(tb)
 	for i := range fld.src {
 		fld.src[i].match(tb, &fld)
@@ -148,14 +155,16 @@ func detectSecret(f *fieldInfo) (class secretClass, reason string) {
 		return secretNone, ""
 	}
 	ci := ciPassword
-	if any, ok := fld.anyEvidence(); ok && (!numeric || numericClasses&(1<<any.ci) != 0) {
-		ci = any.ci
+	if ev, ok := fld.anyEvidence(); ok && (!numeric || numericClasses&(1<<ev.ci) != 0) {
+		ci = ev.ci
 	}
-	cls := classByIndex[ci]
 	if masked {
-		return cls, clip(`format "password" marks a masked input, so ` + classWords[ci])
+		return classByIndex[ci], `format "password" marks a masked ` + classWords[ci]
 	}
-	return cls, clip("writeOnly " + quoteExcerpt(nonEmpty(f.Name, "field"), 40) + " is write-only input, so " + classWords[ci])
+	if strings.TrimSpace(f.Name) == "" {
+		return classByIndex[ci], "writeOnly marks a hidden " + classWords[ci]
+	}
+	return classByIndex[ci], clip("writeOnly on " + quoteExcerpt(f.Name, 60) + " marks a hidden " + classWords[ci])
 }
 
 const maxReasonLen = 120
@@ -186,6 +195,7 @@ const (
 	tkPrep              // a preposition (also a stopword)
 	tkDigit             // only digits
 	tkCount             // "number" in "number of": a count
+	tkGlued             // no separator before it (a camelCase hump, "cvv2")
 )
 
 type token struct {
@@ -214,8 +224,8 @@ type match struct {
 type source struct {
 	kind    srcKind
 	orig    string
-	norm    string // normalised words, concatenated
-	comp    string // normalised text without spaces, per segment (for CJK)
+	norm    string // normalised words of the field, concatenated (shared by its three texts)
+	comp    string // normalised text without spaces (for CJK), shared likewise
 	toks    []token
 	segs    []segment
 	matches []match
@@ -232,8 +242,28 @@ type field struct {
 	fieldNeg uint32 // classes turned off by field-wide negators
 }
 
-// analyse normalises and tokenises one text.
-func (s *source) analyse(tb *secretTable, text string, kind srcKind) {
+// analyse normalises and tokenises the three texts of a field into one shared buffer of words and one of
+// compact text (two allocations and two string conversions for the whole field).
+func (f *field) analyse(tb *secretTable, fi *fieldInfo) {
+	texts := [numSrc]string{fi.Name, fi.Title, fi.Description}
+	n := 0
+	for _, t := range texts {
+		n += min(len(t), maxTextLen) + 8
+	}
+	nb := make([]byte, 0, n)
+	cb := make([]byte, 0, n)
+	for k := range f.src {
+		f.src[k].analyse(tb, texts[k], srcKind(k), &nb, &cb)
+		cb = append(cb, 0) // no CJK pattern spans two texts
+	}
+	norm, comp := string(nb), string(cb)
+	for k := range f.src {
+		f.src[k].norm, f.src[k].comp = norm, comp
+	}
+}
+
+// analyse normalises and tokenises one text, appending its words to *nbp and its compact text to *cbp.
+func (s *source) analyse(tb *secretTable, text string, kind srcKind, nbp, cbp *[]byte) {
 	s.kind = kind
 	s.orig = text
 	if text == "" {
@@ -246,17 +276,16 @@ func (s *source) analyse(tb *secretTable, text string, kind srcKind) {
 		}
 		text = text[:cut]
 	}
-	var nb, cb []byte
-	nb = make([]byte, 0, len(text)+8)
-	cb = make([]byte, 0, len(text)+8)
-	toks := make([]token, 0, 8)
+	nb, cb := *nbp, *cbp
+	toks := make([]token, 0, len(text)/4+2)
 	segs := make([]segment, 0, 2)
 
-	seg := segment{}
+	seg := segment{cs: int32(len(cb))}
 	curStart := -1     // start of the current word in nb
 	curScript := 0     // 1 Latin, 2 Cyrillic, 3 other letters, 4 digits
 	var prev rune = -1 // previous raw rune inside the current word
 	prevSpace := true  // previous rune was a space (for " - " as a separator)
+	curGlued := false  // the current word follows another without a separator
 	isName := kind == srcName
 
 	endWord := func() {
@@ -264,6 +293,9 @@ func (s *source) analyse(tb *secretTable, text string, kind srcKind) {
 			t := token{ns: int32(curStart), ne: int32(len(nb)), seg: int16(len(segs))}
 			if curScript == 4 {
 				t.flags |= tkDigit
+			}
+			if curGlued {
+				t.flags |= tkGlued
 			}
 			toks = append(toks, t)
 		}
@@ -305,12 +337,15 @@ func (s *source) analyse(tb *secretTable, text string, kind srcKind) {
 			case unicode.Is(unicode.Cyrillic, r):
 				script = 2
 			}
+			glued := false
 			if curStart >= 0 && (script != curScript || camelBreak(prev, r, text[next:])) {
 				endWord()
+				glued = true
 			}
 			if curStart < 0 {
 				curStart = len(nb)
 				curScript = script
+				curGlued = glued
 			}
 			l1, l2 := foldRune(r)
 			nb = utf8.AppendRune(nb, l1)
@@ -331,10 +366,9 @@ func (s *source) analyse(tb *secretTable, text string, kind srcKind) {
 	}
 	endSeg(len(text))
 
-	s.norm = string(nb)
-	s.comp = string(cb)
+	*nbp, *cbp = nb, cb
 	s.segs = segs
-	s.toks = splitCompounds(tb, s.norm, toks)
+	s.toks = splitCompounds(tb, nb, toks)
 	for i := range s.segs {
 		s.segs[i].ts, s.segs[i].te = -1, -1
 	}
@@ -350,12 +384,12 @@ func (s *source) analyse(tb *secretTable, text string, kind srcKind) {
 			s.segs[i].ts, s.segs[i].te = 0, 0
 		}
 	}
-	for i := range s.toks {
-		w := s.word(i)
-		if f, ok := tb.stop[w]; ok {
+	for i, t := range s.toks {
+		w := nb[t.ns:t.ne]
+		if f, ok := tb.stop[string(w)]; ok {
 			s.toks[i].flags |= f
 		}
-		if w == "of" && i > 0 && s.word(i-1) == "number" && s.toks[i-1].seg == s.toks[i].seg {
+		if string(w) == "of" && i > 0 && string(nb[s.toks[i-1].ns:s.toks[i-1].ne]) == "number" && s.toks[i-1].seg == t.seg {
 			s.toks[i-1].flags |= tkCount
 		}
 	}
@@ -462,25 +496,25 @@ var latinFold = func() (t [0x180]rune) {
 
 // splitCompounds splits glued ASCII words into known words ("apikey" → api key, "maxtokens" → max tokens),
 // only when the whole word is covered; otherwise it splits off a distinctive ending ("zugriffstoken").
-func splitCompounds(tb *secretTable, norm string, toks []token) []token {
+func splitCompounds(tb *secretTable, nb []byte, toks []token) []token {
 	var out []token
 	for i, t := range toks {
-		w := norm[t.ns:t.ne]
-		parts := tb.segmentWord(w)
-		if len(parts) < 2 {
+		parts, np := tb.segmentWord(nb[t.ns:t.ne])
+		if np < 2 {
 			if out != nil {
 				out = append(out, t)
 			}
 			continue
 		}
 		if out == nil {
-			out = make([]token, 0, len(toks)+len(parts))
+			out = make([]token, 0, len(toks)+np)
 			out = append(out, toks[:i]...)
 		}
-		at := t.ns
-		for _, n := range parts {
-			out = append(out, token{ns: at, ne: at + int32(n), seg: t.seg, flags: t.flags})
+		at, flags := t.ns, t.flags
+		for _, n := range parts[:np] {
+			out = append(out, token{ns: at, ne: at + int32(n), seg: t.seg, flags: flags})
 			at += int32(n)
+			flags |= tkGlued
 		}
 	}
 	if out == nil {
@@ -489,26 +523,26 @@ func splitCompounds(tb *secretTable, norm string, toks []token) []token {
 	return out
 }
 
-// segmentWord returns the lengths of the parts of w, or nil when w stays whole.
-func (tb *secretTable) segmentWord(w string) []int {
+// segmentWord returns the lengths of the parts of w and their number, 0 when w stays whole.
+func (tb *secretTable) segmentWord(w []byte) (parts [maxSegWord / 2]uint8, np int) {
 	n := len(w)
-	if n < 5 || n > 40 || tb.vocab[w] {
-		return nil
+	if n < 5 || n > maxSegWord || tb.vocab[string(w)] {
+		return parts, 0
 	}
 	for i := 0; i < n; i++ {
-		if w[i] >= 0x80 || w[i] < 'a' || w[i] > 'z' {
-			return nil
+		if w[i] < 'a' || w[i] > 'z' {
+			return parts, 0
 		}
 	}
 	// best[i]: fewest known words covering w[:i]; from[i]: where the last one starts.
-	var best, from [41]int8
+	var best, from [maxSegWord + 1]int8
 	for i := 1; i <= n; i++ {
 		best[i] = -1
 		for j := 0; j <= i-2; j++ {
 			if best[j] < 0 || (j > 0 && best[j] == 0) {
 				continue
 			}
-			if !tb.vocab[w[j:i]] {
+			if !tb.vocab[string(w[j:i])] {
 				continue
 			}
 			if c := best[j] + 1; best[i] < 0 || c < best[i] {
@@ -518,21 +552,25 @@ func (tb *secretTable) segmentWord(w string) []int {
 		}
 	}
 	if best[n] >= 2 {
-		parts := make([]int, best[n])
-		for i, k := n, int(best[n])-1; i > 0; k-- {
+		np = int(best[n])
+		for i, k := n, np-1; i > 0; k-- {
 			j := int(from[i])
-			parts[k] = i - j
+			parts[k] = uint8(i - j)
 			i = j
 		}
-		return parts
+		return parts, np
 	}
 	for _, suf := range tb.suffixes {
-		if len(w) >= len(suf)+3 && strings.HasSuffix(w, suf) {
-			return []int{len(w) - len(suf), len(suf)}
+		if n >= len(suf)+3 && string(w[n-len(suf):]) == suf {
+			parts[0], parts[1] = uint8(n-len(suf)), uint8(len(suf))
+			return parts, 2
 		}
 	}
-	return nil
+	return parts, 0
 }
+
+// maxSegWord is the longest glued word that is split.
+const maxSegWord = 40
 
 // scanContext records which context groups and field-wide negators occur anywhere in the field.
 func (f *field) scanContext(tb *secretTable) {
@@ -546,16 +584,17 @@ func (f *field) scanContext(tb *secretTable) {
 			f.ctx |= tb.ctxWords.lookup(w)
 			f.fieldNeg |= tb.fieldNeg.lookup(w)
 		}
-		if s.hasCJK {
-			for _, p := range tb.cjkCtx {
-				if f.ctx&p.mask != p.mask && strings.Contains(s.comp, p.pat) {
-					f.ctx |= p.mask
-				}
+	}
+	if f.src[srcName].hasCJK || f.src[srcTitle].hasCJK || f.src[srcDesc].hasCJK {
+		comp := f.src[srcName].comp // shared by the three texts
+		for _, p := range tb.cjkCtx {
+			if f.ctx&p.mask != p.mask && strings.Contains(comp, p.pat) {
+				f.ctx |= p.mask
 			}
-			for _, p := range tb.cjkFieldNeg {
-				if f.fieldNeg&p.mask != p.mask && strings.Contains(s.comp, p.pat) {
-					f.fieldNeg |= p.mask
-				}
+		}
+		for _, p := range tb.cjkFieldNeg {
+			if f.fieldNeg&p.mask != p.mask && strings.Contains(comp, p.pat) {
+				f.fieldNeg |= p.mask
 			}
 		}
 	}
@@ -594,7 +633,7 @@ func (s *source) match(tb *secretTable, f *field) {
 		if m.a >= 0 && s.kind == srcDesc {
 			n := 0
 			for j := int(s.segs[m.seg].ts); j < m.a && n < 100; j++ {
-				if s.content(j) {
+				if s.content(j) && s.toks[j].flags&tkGlued == 0 {
 					n++
 				}
 			}
@@ -644,7 +683,7 @@ func (s *source) negated(tb *secretTable, f *field, m *match) bool {
 	sg := s.segs[m.seg]
 	lo, hi := int(sg.ts), int(sg.te)
 	if m.a < 0 {
-		// A CJK match: every word of its segment is near it.
+		// A CJK match: its segment is short and has no word order to read, so every word counts as next to it.
 		for j := lo; j < hi && j < lo+4*negWindow; j++ {
 			if s.content(j) && s.negatesAt(tb, j, bit, true, true, false) {
 				return true
@@ -781,8 +820,12 @@ func (f *field) decide(tb *secretTable) verdict {
 	titleAdds := f.titleAddsInfo(tb)
 	titleIdentity := title.hasIdentity(tb)
 	nv := name.best(!titleAdds)
-	if nv.ok && !titleIdentity && !(nv.m.weak && f.src[srcDesc].hasIdentity(tb)) {
-		return nv
+	dv := desc.best(false)
+	if nv.ok && !titleIdentity {
+		// An abbreviation ("pwd") gives way to a description that names something else ("working directory").
+		if !nv.m.weak || dv.ok || !desc.hasIdentity(tb) {
+			return nv
+		}
 	}
 	if nv.negSeen || nv.ok {
 		return verdict{}
@@ -790,19 +833,38 @@ func (f *field) decide(tb *secretTable) verdict {
 	if titleIdentity || name.hasIdentity(tb) || titleAdds && title.hasCJK {
 		return verdict{}
 	}
-	dv := desc.best(false)
-	if !dv.ok {
+	// The description is trusted in its first sentence only, when the secret opens it ("Your GitHub
+	// token", "Your 12-word seed phrase" even on a field named "words"), or when the name says nothing
+	// ("value", "input_7") and the title adds nothing.
+	if !dv.ok || dv.m.seg != 0 {
 		return verdict{}
 	}
-	// The description is trusted when the name says nothing ("value", "input_7") and the title adds nothing,
-	// or when the secret opens the description ("Your GitHub token", "API key for …").
-	if name.opaque(tb) && !titleAdds {
+	if dv.m.a < 0 || dv.m.startTok <= 1 {
 		return dv
 	}
-	if dv.m.seg == 0 && (dv.m.a < 0 || dv.m.startTok <= 2) {
+	if !name.hasNegator(tb) && name.opaque(tb) && !titleAdds && dv.m.startTok <= 4 {
 		return dv
 	}
 	return verdict{}
+}
+
+// hasNegator reports whether a text holds a negator word ("scopes", "length", "name").
+func (s *source) hasNegator(tb *secretTable) bool {
+	for i := range s.toks {
+		if !s.content(i) {
+			continue
+		}
+		w := s.word(i)
+		if tb.neg[w] != nil {
+			return true
+		}
+		found := false
+		forStems(w, func(stem string) { found = found || tb.negStem[stem] != nil })
+		if found {
+			return true
+		}
+	}
+	return false
 }
 
 // anyEvidence returns a non-negated match from any text, for classing a format:password/writeOnly field.
@@ -914,13 +976,6 @@ func clip(r string) string {
 		cut--
 	}
 	return r[:cut]
-}
-
-func nonEmpty(s, def string) string {
-	if strings.TrimSpace(s) == "" {
-		return def
-	}
-	return s
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -1098,9 +1153,11 @@ func (s *source) phraseAt(words []wordPat, i int) (end, gaps int, ok bool) {
 	return j, gaps, true
 }
 
-// onlyContent reports whether tokens a..b hold the only content words of their text.
+// onlyContent reports whether tokens a..b hold the only content words of their segment ("Clave:",
+// "Clave (mínimo 8 caracteres)").
 func (s *source) onlyContent(a, b int) bool {
-	for j := range s.toks {
+	sg := s.segs[s.toks[a].seg]
+	for j := int(sg.ts); j < int(sg.te); j++ {
 		if (j < a || j > b) && s.content(j) {
 			return false
 		}
@@ -1122,7 +1179,7 @@ var classNames = map[string]int{
 //	neg seg|near|adj CLASSES : word | …                                  negators (CLASSES: comma list or all)
 //	fneg CLASSES : word | …      cjkneg CLASSES : pattern | …      cjkfneg CLASSES : pattern | …
 //	ctx G : word | …             cjkctx G : pattern | …
-//	stop : word | …   prep : word | …   neutral : …   identity : …   vocab : …   suffix : …
+//	stop : word | …   prep : word | …   neutral : …   identity : …   vocab : …   novocab : …   suffix : …
 //
 // Words are written normalised (lower case, no accents). A trailing * makes a stem.
 func buildSecretTable(src string) *secretTable {
@@ -1176,6 +1233,7 @@ func buildSecretTable(src string) *secretTable {
 		}
 	}
 	order := 0
+	var novocab []string
 
 	// Join continuation lines.
 	var stmts []string
@@ -1338,10 +1396,15 @@ func buildSecretTable(src string) *secretTable {
 				}
 			case "suffix":
 				tb.suffixes = append(tb.suffixes, items...)
+			case "novocab":
+				novocab = append(novocab, items...)
 			default:
 				panic("secret tables: unknown statement " + kind)
 			}
 		}
+	}
+	for _, w := range novocab {
+		delete(tb.vocab, w)
 	}
 	// Longest CJK patterns first (stable, so table order breaks ties).
 	for i := 1; i < len(tb.cjk); i++ {
@@ -1401,12 +1464,12 @@ prep : of | for | to | from | by | on | in | at | with | into | de | del | da | 
   | der | im | am | per | для | от | к | на | из | с | по | во
 stop : the | an | your | my | our | this | that | and | or | is | are | be | please | here | you | we | it | its | as
   | s | el | la | los | las | un | una | unos | tu | tus | su | sus | mi | y | o | en | con | que | ingresa | ingrese
-  | introduce | escribe | os | as | um | uma | seu | sua | seus | meu | minha | e | ou | no_ | na | nos | nas | com
+  | introduce | escribe | os | as | um | uma | seu | sua | seus | meu | minha | e | ou | na | nos | nas | com
   | informe | digite | insira | le | les | l | d | une | votre | vos | ton | ta | tes | mon | ma | et | au | aux | avec
   | saisissez | entrez | saisir | die | das | dem | den | ein | eine | einen | einer | ihr | ihre | ihren | ihrer | dein
   | deine | deinen | und | oder | mit | bitte | geben | sie | il | lo | i | gli | tuo | tua | tuoi | suo | inserisci
   | inserire | ваш | ваша | ваше | вашего | вашей | вашу | ваши | твой | твоя | и | или | в | введите | укажите | это
-  | enter | type_ | paste | provide | new_
+  | enter | paste | provide
 
 # ---- passwords --------------------------------------------------------------------------------------------
 rule password : password* | passwd | passcode* | passphrase* | pass phrase | passwort* | kennwort* | passw
@@ -1495,7 +1558,10 @@ rule otp ctx=sms : pin
 rule pin : pin | pins | pin code | pin number | pincode | puk | geheimzahl | geheimnummer | pin nummer
   | code confidentiel | code secret | numero secreto | codice segreto | senha cartao | senha {do,de} cartao
   | пин | пин код | пинкод | mpin | tpin | upi pin | atm pin | transaction pin
+  | {withdrawal,transaction,payment,trading,trade} password | withdrawal pin
 rule pin ctx=card : nip
+rule pin name : zhifu mima | qukuan mima | jiaoyi mima | anshobango | ansho bango | anshou bangou
+rule otp name : injeung beonho | injeungbeonho
 
 # ---- one-time codes ---------------------------------------------------------------------------------------
 rule otp : otp | otps | totp | hotp | otp code | one time {code,codes,password,passcode,pin,token} | onetime
@@ -1566,7 +1632,8 @@ neg seg all : min | max | minimum | maximum | minimal | maximal | length | len |
   | hint | hints | reminder | policy | policies | strength | complexity | requirement* | rule | rules | expiry
   | expiration | expires | expire | expired | expiring | exp | ttl | lifetime | rotation | history | age | days
   | manager | managers | generator | meter | placeholder | fingerprint | checksum | algorithm | algo | bits
-  | prefix | suffix | masked | preview | last | ultimos | ultimas | derniers | dernieres | letzten | letzte
+  | prefix | suffix | masked | preview | hash | hashed | digest | salt | attempts | attempt | retries | tries
+  | interval | timeout | seconds | minutes | hours | duration | period | frequency | cycle | last | ultimos | ultimas | derniers | dernieres | letzten | letzte
   | последн* | ultime | ultimi | changed | updated | created | modified | rotated | minimo | minima | maximo | maxima | longitud | cantidad | limite | pista
   | recordatorio | politica | fuerza | complejidad | requisito* | regla | reglas | caducidad | vencimiento
   | expiracion | gestor | generador | algoritmo | comprimento | tamanho | quantidade | dica | lembrete | forca
@@ -1590,7 +1657,7 @@ neg adj all : id | ids | identifier | name | names | label | nickname | alias | 
   | email | mail | address | phone | date | timestamp | path | file | filename | directory | dir
   | folder | location | provider | issuer | method | channel | mode | status | state | level | score | version
   | arn | ref | reference | owner | holder | scope | scopes | permission* | role | source | helper | store
-  | header | note | notes | comment | comments | description | memo | message | messages
+  | header | note | notes | comment | comments | description | memo | message | messages | check | result
   | etiqueta | tipo | formato | campo | correo | direccion | telefono | fecha | ruta | archivo
   | proveedor | emisor | metodo | canal | modo | estado | nivel | version | titular | identificador | rotulo
   | apelido | endereco | telefone | data | caminho | arquivo | provedor | emissor | versao | nome
@@ -1623,9 +1690,9 @@ neg seg otp,cvv,recovery_code : promo | coupon | discount | voucher | referral |
   | reserva | flight | vuelo | vol | ticket | billete | billet | pnr | gift | regalo | qr | bar | barcode | airport
   | iata | tax | fiscal | fiscale | region | регион* | state | city | district | activity | naics | ncm | cfop
   | promocional | promocion | promotion | rabatt | gutschein | скидк* | купон* | sconto | cupom | cupon | desconto
-  | descuento | html | css | snippet | program | python | javascript | embed | unique_ | invitacion | convite
+  | descuento | html | css | snippet | program | python | javascript | embed | invitacion | convite
   | amigo | affiliate | partner | postale | postleitzahl | plz | cep | cap | pais | land | страны | страна
-  | airline | record | locator | confirmation_number | promotional | itinerary | reservierung | buchung
+  | airline | record | locator | promotional | itinerary | reservierung | buchung
   | reservacion | prenotazione
 neg seg payment_card : nickname | alias | holder | cardholder | titular | titulaire | inhaber | karteninhaber
   | владел* | brand | bandeira | marca | marque | network | issuer | emisor | expiry | exp | expiration
@@ -1640,6 +1707,9 @@ neg seg payment_card : nickname | alias | holder | cardholder | titular | titula
 neg seg pin : promo | coupon | voucher | referral | country | area | dial | language | color | colour | status
   | position | board | map | location | marker | icon | style | postal | zip | cap | cep | plz | postleitzahl
   | pinterest | pinned | drop
+# where a code goes is a channel, not a code
+neg seg otp : where | donde | adonde | wohin | куда | dove | onde | channel | canal | kanal | канал* | method
+  | metodo | methode | delivery | entrega | livraison | zustellung | способ* | доставк*
 # card PINs are not postal PIN codes; card numbers are not their last four digits
 fneg pin : postal | postcode | zip | zipcode | delivery | shipping | cep | plz | postleitzahl | почтов* | индекс
   | latitude | longitude | map | marker | geo | location | postale | envio | entrega | livraison | lieferung
@@ -1647,7 +1717,7 @@ fneg pin : postal | postcode | zip | zipcode | delivery | shipping | cep | plz |
 fneg payment_card : last | ultimos | ultimas | derniers | letzten | последни* | ultime | ultimi | income | aadhaar
   | gstin | masked
 fneg access_token : pagination | paginate | cursor | continuation | csrf | xsrf | mint | erc | spl | nft
-fneg otp : captcha | characters_in_image
+fneg otp : captcha
 fneg api_key : nfe | danfe | cte
 
 cjkneg all : 最大 | 最小 | 最多 | 最少 | 上限 | 下限 | 数量 | 个数 | 個数 | 개수 | 최대 | 최소 | 长度 | 長度 | 長さ
@@ -1703,7 +1773,7 @@ identity : email | mail | correo | courriel | почта | url | uri | link | we
   | directory | folder | ruta | chemin | pfad | путь | name | nombre | nom | nome | имя | id | identifier
   | count | city | country | street | company | organization | organisation | project | repository | repo
   | workspace | team | region | language | title | description | comment | note | notes | message | query
-  | search | keyword | nickname | label | postal | zip | iban | swift | bic | routing | passport | account_
+  | search | keyword | nickname | label | postal | zip | iban | swift | bic | routing | passport
 neutral : value | val | input | field | text | data | string | entry | response | reply | item | param | arg
   | here | x | y | v | f | q | in | out | enter | your | the | new | old | current | confirm | repeat | again
   | retype | de | la | el | le | do | da
@@ -1723,6 +1793,10 @@ vocab : new | old | current | confirm | confirmation | repeat | retype | again |
   | type | enabled | policy | manager | my | store | holder | last | first | short | long | alt | main
   | primary | secondary | backup | retry | nuevo | nueva | actual | neuer | neue | nouveau | nouvelle
   | actuel | novo | nova | atual | nuovo | nuova | attuale
+# short words that must not be cut out of longer ones ("bartok" is no "bar tok")
+novocab : tok | sk | pat | pan | cid | tan | nip | puk | wif | ccn | csc | cvn | aud | var | env | dir | bin | sd
+  | red | day | bus | gate | hall | free | rate | fail | top | age | exp | len | ref | art | kind | points
+  | stripe | salt | hash
 suffix : password | passwort | kennwort | passwd | passcode | passphrase | token | apikey | privkey
   | privatekey | cardnumber | prufnummer | geheimzahl
 `

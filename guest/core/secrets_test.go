@@ -462,3 +462,28 @@ func BenchmarkSecretTables(b *testing.B) {
 		buildSecretTable(secretTables)
 	}
 }
+
+// BenchmarkDetectSecretHostile measures the worst inputs: texts at the length cap, full of secret words,
+// negators and segments.
+func BenchmarkDetectSecretHostile(b *testing.B) {
+	var fields []fieldInfo
+	for _, s := range []string{
+		strings.Repeat("password ", 500),
+		strings.Repeat("card number pin cvv token of max ", 100),
+		strings.Repeat("密码提示令牌验证码", 300),
+		strings.Repeat("aB", 3000),
+		strings.Repeat("x (", 1500),
+		strings.Repeat("номер карты ", 300),
+	} {
+		fields = append(fields, fieldInfo{Name: s, Title: s, Description: s, Type: "string"})
+	}
+	tables()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for k := range fields {
+			detectSecret(&fields[k])
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(fields)), "ns/field")
+}

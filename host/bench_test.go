@@ -1,0 +1,295 @@
+package host
+
+// The guard's benchmarks, natively and through guard.wasm in one run, so
+// the two stand side by side (BenchmarkX/native, BenchmarkX/wasm):
+//
+//	go test ./host -run XXX -bench . -benchtime 20000x
+//
+// BENCHMARKS.md records the figures. Each op also reports its median and
+// p99 latency (p50-µs, p99-µs): the targets are about the median.
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+)
+
+var benchSchema = json.RawMessage(`{"type":"object","properties":{"name":{"type":"string","title":"Your name","minLength":1},"email":{"type":"string","title":"Work email","format":"email"}},"required":["name","email"]}`)
+
+var benchEngines = []Engine{EngineNative, EngineWasm}
+
+func benchRequest() *Request {
+	return &Request{
+		Principal:    "alice@example.com",
+		Method:       "tools/call",
+		Target:       "book_demo_call",
+		Arguments:    json.RawMessage(`{"topic":"pricing"}`),
+		Capabilities: json.RawMessage(`{"elicitation":{"form":{},"url":{}}}`),
+	}
+}
+
+func benchGuard(b *testing.B, eng Engine, opts ...Option) *Guard {
+	b.Helper()
+	g, err := New(context.Background(), append([]Option{WithKeys(benchKeys), WithEngine(eng), WithPoolSize(1), WithAudience("bench.example")}, opts...)...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = g.Close(context.Background()) })
+	return g
+}
+
+var benchKeys, _ = ParseKeys("k4.local." + base64.RawURLEncoding.EncodeToString(make([]byte, 32)))
+
+// latencies records per-op durations and reports their median and p99.
+type latencies []time.Duration
+
+func (l *latencies) report(b *testing.B) {
+	if len(*l) == 0 {
+		return
+	}
+	s := slices.Clone(*l)
+	slices.Sort(s)
+	b.ReportMetric(float64(s[len(s)/2].Nanoseconds())/1e3, "p50-µs")
+	b.ReportMetric(float64(s[len(s)*99/100].Nanoseconds())/1e3, "p99-µs")
+}
+
+func runTimed(b *testing.B, warm int, op func() error) {
+	b.Helper()
+	for i := 0; i < warm; i++ {
+		if err := op(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	lat := make(latencies, 0, b.N)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t0 := time.Now()
+		if err := op(); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	b.StopTimer()
+	lat.report(b)
+}
+
+// warmCalls brings an instance's heap to its steady size (the guest heap
+// grows to its memory limit before it collects).
+const warmCalls = 3000
+
+func BenchmarkLint(b *testing.B) {
+	in := Form("contact", "Who should we book the demo for?", benchSchema)
+	for _, eng := range benchEngines {
+		b.Run(eng.String(), func(b *testing.B) {
+			g := benchGuard(b, eng)
+			ctx := context.Background()
+			runTimed(b, warmCalls, func() error {
+				fs, err := g.Lint(ctx, in)
+				if err == nil && len(fs) != 0 {
+					b.Fatalf("findings: %v", fs)
+				}
+				return err
+			})
+		})
+	}
+}
+
+func BenchmarkAsk(b *testing.B) {
+	in := []InputRequest{Form("contact", "Who should we book the demo for?", benchSchema)}
+	for _, eng := range benchEngines {
+		b.Run(eng.String(), func(b *testing.B) {
+			g := benchGuard(b, eng)
+			ctx := context.Background()
+			req := benchRequest()
+			runTimed(b, warmCalls, func() error {
+				_, err := g.Ask(ctx, req, in)
+				return err
+			})
+		})
+	}
+}
+
+// askedRequest returns a retry of a fresh ask with the given responses.
+func askedRequest(b *testing.B, g *Guard, responses string) *Request {
+	b.Helper()
+	req := benchRequest()
+	ir, err := g.Ask(context.Background(), req, []InputRequest{Form("contact", "Who should we book the demo for?", benchSchema)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	req.RequestState = ir.RequestState
+	req.InputResponses = json.RawMessage(responses)
+	return req
+}
+
+const (
+	validAnswer   = `{"contact":{"action":"accept","content":{"name":"Ann Lee","email":"ann@example.com"}}}`
+	invalidAnswer = `{"contact":{"action":"accept","content":{"name":"Ann Lee","email":"ann-at-example"}}}`
+)
+
+// BenchmarkResume: open the state, validate a 2-field form, complete.
+func BenchmarkResume(b *testing.B) {
+	for _, eng := range benchEngines {
+		b.Run(eng.String(), func(b *testing.B) {
+			g := benchGuard(b, eng)
+			req := askedRequest(b, g, validAnswer)
+			ctx := context.Background()
+			runTimed(b, warmCalls, func() error {
+				o, err := g.Resume(ctx, req)
+				if err == nil && o.Status != Complete {
+					b.Fatalf("status %s", o.Status)
+				}
+				return err
+			})
+		})
+	}
+}
+
+// BenchmarkResumeReask: open, validate, find the email wrong, re-seal a
+// new form that names it.
+func BenchmarkResumeReask(b *testing.B) {
+	for _, eng := range benchEngines {
+		b.Run(eng.String(), func(b *testing.B) {
+			g := benchGuard(b, eng)
+			req := askedRequest(b, g, invalidAnswer)
+			ctx := context.Background()
+			runTimed(b, warmCalls, func() error {
+				o, err := g.Resume(ctx, req)
+				if err == nil && o.Status != InputRequired {
+					b.Fatalf("status %s", o.Status)
+				}
+				return err
+			})
+		})
+	}
+}
+
+// BenchmarkResumeTampered: a state with one character changed.
+func BenchmarkResumeTampered(b *testing.B) {
+	for _, eng := range benchEngines {
+		b.Run(eng.String(), func(b *testing.B) {
+			g := benchGuard(b, eng)
+			req := askedRequest(b, g, validAnswer)
+			s := []byte(req.RequestState)
+			s[40] ^= 1 // still base64url: flips a bit of the nonce
+			req.RequestState = string(s)
+			ctx := context.Background()
+			runTimed(b, warmCalls, func() error {
+				_, err := g.Resume(ctx, req)
+				if e, ok := AsError(err); !ok || e.Code != CodeStateInvalid {
+					b.Fatalf("want a state error, got %v", err)
+				}
+				return nil
+			})
+		})
+	}
+}
+
+// BenchmarkResumeParallel: the pool under b.RunParallel. With GOMAXPROCS
+// instances, throughput should scale with the cores (compare ns/op with
+// BenchmarkResume: parallel ns/op is wall time per op).
+func BenchmarkResumeParallel(b *testing.B) {
+	for _, eng := range benchEngines {
+		b.Run(eng.String(), func(b *testing.B) {
+			g := benchGuard(b, eng, WithPoolSize(0)) // GOMAXPROCS
+			req := askedRequest(b, g, validAnswer)
+			ctx := context.Background()
+			// Warm every instance of the pool.
+			var wg sync.WaitGroup
+			for w := 0; w < g.cfg.poolSize; w++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := 0; i < warmCalls; i++ {
+						_, _ = g.Resume(ctx, req)
+					}
+				}()
+			}
+			wg.Wait()
+			b.ReportAllocs()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if o, err := g.Resume(ctx, req); err != nil || o.Status != Complete {
+						b.Fatal(err)
+					}
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkWarmStart: a host restart with the compilation cache present
+// and a pool of 2: New, then both instances serving a Resume.
+func BenchmarkWarmStart(b *testing.B) {
+	dir := filepath.Join(b.TempDir(), "wazero")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	seed, err := New(ctx, WithKeys(benchKeys), WithCompilationCache(dir))
+	if err != nil {
+		b.Fatal(err)
+	}
+	req := askedRequest(b, seed, validAnswer)
+	_ = seed.Close(ctx)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		g, err := New(ctx, WithKeys(benchKeys), WithCompilationCache(dir), WithPoolSize(2))
+		if err != nil {
+			b.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		for w := 0; w < 2; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if _, err := g.Resume(ctx, req); err != nil {
+					b.Error(err)
+				}
+			}()
+		}
+		wg.Wait()
+		b.StopTimer()
+		_ = g.Close(ctx)
+		b.StartTimer()
+	}
+}
+
+// BenchmarkMemoryFlat runs 100,000 Resumes on one wasm instance and
+// reports its linear memory after 1k, 10k and 100k calls.
+func BenchmarkMemoryFlat(b *testing.B) {
+	g := benchGuard(b, EngineWasm)
+	req := askedRequest(b, g, validAnswer)
+	ctx := context.Background()
+	mem := func() float64 {
+		s, err := g.acquire(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer g.release(s)
+		return float64(s.inst.(*wasmInstance).mem.Size()) / (1 << 20)
+	}
+	for i := 0; i < b.N; i++ {
+		for n := 1; n <= 100_000; n++ {
+			if _, err := g.Resume(ctx, req); err != nil {
+				b.Fatal(err)
+			}
+			switch n {
+			case 1_000:
+				b.ReportMetric(mem(), "MiB@1k")
+			case 10_000:
+				b.ReportMetric(mem(), "MiB@10k")
+			case 100_000:
+				b.ReportMetric(mem(), "MiB@100k")
+			}
+		}
+	}
+}
