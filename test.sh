@@ -16,3 +16,11 @@ scripts/check-wasm.sh
 
 echo "== go test"
 go test -count=1 ./...
+
+echo "== go test -race (host, native engine)"
+go test -race -count=1 ./host -run '^Test(API|Pool|Key|ParseKeys|GenerateKey|Schema)' -skip '/wasm$'
+
+echo "== fuzz smoke (the seed corpora also run in go test)"
+for t in FuzzCall FuzzOpen FuzzResume FuzzLint FuzzCanonical; do
+  go test ./guest/core -run XXX -fuzz "^$t\$" -fuzztime "${FUZZTIME:-10s}" -fuzzminimizetime 5s
+done

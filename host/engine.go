@@ -42,6 +42,8 @@ func (e Engine) String() string {
 type instance interface {
 	call(ctx context.Context, in []byte, timeout time.Duration) ([]byte, error)
 	stats(ctx context.Context) ([]byte, error)
+	// bloated reports an instance whose memory grew far past its limit.
+	bloated() bool
 	close(ctx context.Context)
 }
 
@@ -72,6 +74,7 @@ func (n *nativeInstance) call(ctx context.Context, in []byte, timeout time.Durat
 	return n.g.Call(in), nil
 }
 func (n *nativeInstance) stats(context.Context) ([]byte, error) { return []byte(`{}`), nil }
+func (n *nativeInstance) bloated() bool                         { return false }
 func (n *nativeInstance) close(context.Context)                 {}
 
 // --- wasm -------------------------------------------------------------------
@@ -159,12 +162,17 @@ func (e *wasmEngine) newInstance(ctx context.Context) (instance, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mrtr: starting guard.wasm: %w", err)
 	}
+	limit := e.memoryLimit
+	if limit == 0 {
+		limit = 32
+	}
 	in := &wasmInstance{
-		m:     m,
-		alloc: m.ExportedFunction("guard_alloc"),
-		call_: m.ExportedFunction("guard_call"),
-		stat:  m.ExportedFunction("guard_stats"),
-		mem:   m.Memory(),
+		maxBytes: (2*limit + 16) << 20,
+		m:        m,
+		alloc:    m.ExportedFunction("guard_alloc"),
+		call_:    m.ExportedFunction("guard_call"),
+		stat:     m.ExportedFunction("guard_stats"),
+		mem:      m.Memory(),
 	}
 	stack := in.stack[:]
 	if err := m.ExportedFunction("guard_abi_version").CallWithStack(ctx, stack); err != nil {
@@ -202,7 +210,11 @@ type wasmInstance struct {
 	stack [2]uint64
 	once  sync.Once
 	cc    guestCall
+	// maxBytes is the linear memory past which the instance is replaced.
+	maxBytes uint32
 }
+
+func (w *wasmInstance) bloated() bool { return w.mem.Size() > w.maxBytes }
 
 // guestCall is the context a guest call runs under. The host function
 // "interrupted" finds it in its ctx and answers from the caller's context

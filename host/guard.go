@@ -165,7 +165,7 @@ func (g *Guard) SetKeys(ctx context.Context, k *Keyring) error {
 		return errors.New("mrtr: no keys")
 	}
 	env := []byte(`{"v":1,"op":"configure","keys":[`)
-	for i, key := range k.keys {
+	for i, key := range k.list() {
 		if i > 0 {
 			env = append(env, ',')
 		}
@@ -181,27 +181,35 @@ func (g *Guard) SetKeys(ctx context.Context, k *Keyring) error {
 	env = strconv.AppendInt(env, int64(g.cfg.maxState), 10)
 	env = append(env, '}')
 
-	// Prove the configuration on a fresh instance before publishing it.
-	inst, err := g.eng.newInstance(ctx)
-	if err != nil {
-		return err
+	// Prove the configuration on an instance before publishing it: a new
+	// one while the pool has room, else a pooled one (never more than the
+	// pool size at once).
+	var s *slot
+	select {
+	case g.live <- struct{}{}:
+		inst, err := g.eng.newInstance(ctx)
+		if err != nil {
+			<-g.live
+			return err
+		}
+		s = &slot{inst: inst}
+	default:
+		var err error
+		if s, err = g.acquire(ctx); err != nil {
+			return err
+		}
 	}
 	var r response
-	if err := configureInstance(ctx, inst, env, &r); err != nil {
-		inst.close(ctx)
+	if err := configureInstance(ctx, s.inst, env, &r); err != nil {
+		g.discard(ctx, s)
 		return err
 	}
 	g.keysMu.Lock()
 	g.confEnv = env
 	g.keyIDs = r.KeyIDs
-	gen := g.gen.Add(1)
+	s.gen = g.gen.Add(1)
 	g.keysMu.Unlock()
-	select {
-	case g.live <- struct{}{}:
-		g.idle <- &slot{inst: inst, gen: gen}
-	default:
-		inst.close(ctx)
-	}
+	g.release(s)
 	return nil
 }
 
@@ -297,6 +305,10 @@ func (g *Guard) call(ctx context.Context, env []byte, r *response) error {
 	if g.closed.Load() {
 		return errClosed
 	}
+	if len(env) > core.DefaultMaxRequest {
+		// Refused here: copying it into the guest would only grow its heap.
+		return &Error{Code: CodeRequestTooLarge, Message: "request is larger than " + strconv.Itoa(core.DefaultMaxRequest) + " bytes"}
+	}
 	s, err := g.acquire(ctx)
 	if err != nil {
 		return err
@@ -306,7 +318,13 @@ func (g *Guard) call(ctx context.Context, env []byte, r *response) error {
 		return err
 	}
 	err = json.Unmarshal(out, r)
-	g.release(s)
+	if s.inst.bloated() {
+		// A large request grew this instance's memory, which wasm never
+		// gives back: replace it rather than keep the memory.
+		g.discard(ctx, s)
+	} else {
+		g.release(s)
+	}
 	if err != nil {
 		return &Error{Code: CodeInternal, Message: "the guard module returned an unreadable response"}
 	}
@@ -521,6 +539,9 @@ func (g *Guard) Ask(ctx context.Context, req *Request, inputs []InputRequest, op
 		env = append(env, `,"answers":{`...)
 		first := true
 		for k, v := range a.Answers {
+			if !json.Valid(v) {
+				return nil, &Error{Code: core.CodeRequestMalformed, Message: "After: an answer of the outcome is not valid JSON"}
+			}
 			if !first {
 				env = append(env, ',')
 			}

@@ -17,8 +17,12 @@ import (
 // A Keyring never prints its keys: String, GoString and Format show only
 // how many there are.
 type Keyring struct {
-	keys []string
+	// r hides the keys behind a pointer, so that even a Keyring printed
+	// as a field of another struct shows an address, not keys.
+	r *keyList
 }
+
+type keyList struct{ keys []string }
 
 const keyPrefix = "k4.local."
 
@@ -46,7 +50,7 @@ func ParseKeys(s string) (*Keyring, error) {
 	if len(keys) == 0 {
 		return nil, errors.New("mrtr: no keys (want k4.local.… keys; `mrtr-wasm keygen` makes one)")
 	}
-	return &Keyring{keys: keys}, nil
+	return &Keyring{r: &keyList{keys: keys}}, nil
 }
 
 // checkKey validates a key's shape without echoing it.
@@ -99,24 +103,34 @@ func GenerateKey() string {
 // NewKeyring returns a keyring of freshly generated keys, for tests and
 // single-process servers that accept losing rounds on restart.
 func NewKeyring() *Keyring {
-	return &Keyring{keys: []string{GenerateKey()}}
+	return &Keyring{r: &keyList{keys: []string{GenerateKey()}}}
 }
 
 // Len is the number of keys.
-func (k *Keyring) Len() int { return len(k.keys) }
-
-func (k *Keyring) String() string {
-	if k == nil {
-		return "Keyring(nil)"
+func (k Keyring) Len() int {
+	if k.r == nil {
+		return 0
 	}
-	return fmt.Sprintf("Keyring(%d keys, redacted)", len(k.keys))
+	return len(k.r.keys)
 }
 
+func (k Keyring) list() []string {
+	if k.r == nil {
+		return nil
+	}
+	return k.r.keys
+}
+
+// String, GoString, Format and MarshalJSON keep keys out of every fmt
+// verb, %#v and JSON logs; value receivers so that a Keyring held by value
+// is redacted too.
+func (k Keyring) String() string { return fmt.Sprintf("Keyring(%d keys, redacted)", k.Len()) }
+
 // GoString keeps keys out of %#v.
-func (k *Keyring) GoString() string { return k.String() }
+func (k Keyring) GoString() string { return k.String() }
 
 // Format keeps keys out of every fmt verb.
-func (k *Keyring) Format(f fmt.State, _ rune) { _, _ = f.Write([]byte(k.String())) }
+func (k Keyring) Format(f fmt.State, _ rune) { _, _ = f.Write([]byte(k.String())) }
 
 // MarshalJSON keeps keys out of JSON logs.
-func (k *Keyring) MarshalJSON() ([]byte, error) { return []byte(`"` + k.String() + `"`), nil }
+func (k Keyring) MarshalJSON() ([]byte, error) { return []byte(`"` + k.String() + `"`), nil }

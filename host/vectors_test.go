@@ -29,7 +29,7 @@ func runVectorFiles(t *testing.T, dir string) {
 		t.Fatal(err)
 	}
 	defer eng.close(ctx)
-	total := 0
+	total, wire := 0, 0
 	for _, path := range files {
 		raw, err := os.ReadFile(path)
 		if err != nil {
@@ -49,6 +49,9 @@ func runVectorFiles(t *testing.T, dir string) {
 			defer inst.close(ctx)
 			for _, c := range f.Cases {
 				in := c.bytes()
+				// Every input_required result and every complete answer
+				// recorded here must be valid MCP 2026-07-28 (schema_test.go).
+				wire += checkVectorWire(t, c.Name, []byte(c.Response))
 				got := native.Call(in)
 				if !bytes.Equal(got, []byte(c.Response)) {
 					t.Errorf("%s / native:\n got %s\nwant %s", c.Name, got, c.Response)
@@ -68,5 +71,5 @@ func runVectorFiles(t *testing.T, dir string) {
 			}
 		})
 	}
-	t.Logf("%d vector cases in %d files, native and wasm", total, len(files))
+	t.Logf("%d vector cases in %d files, native and wasm; %d results and answers checked against the official schema", total, len(files), wire)
 }

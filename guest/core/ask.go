@@ -97,9 +97,13 @@ func (g *Guard) askOp(root int32) *Error {
 	if err != nil {
 		return err
 	}
-	if s, ok := p.string(p.get(root, "progress")); ok {
-		if len(s) > maxProgressLen*4/3+4 {
-			return newError(CodeRequestMalformed, "\"progress\" is larger than "+itoa(maxProgressLen)+" bytes")
+	if pn := p.get(root, "progress"); pn >= 0 && p.kindOf(pn) != jNull {
+		s, ok := p.string(pn)
+		if !ok || len(s) > b64.EncodedLen(maxProgressLen) {
+			return newError(CodeRequestMalformed, "\"progress\" must be at most "+itoa(maxProgressLen)+" bytes, base64url without padding")
+		}
+		if !validB64URL(s) {
+			return newError(CodeRequestMalformed, "\"progress\" must be base64url without padding")
 		}
 		st.app = s
 	}
@@ -110,7 +114,7 @@ func (g *Guard) askOp(root int32) *Error {
 		op, ok := p.string(p.get(after, "operationId"))
 		rnd, ok2 := p.int(p.get(after, "round"))
 		answers := p.get(after, "answers")
-		if !ok || !ok2 || rnd < 1 || (answers >= 0 && p.kindOf(answers) != jObject) {
+		if !ok || !ok2 || rnd < 1 || !validOpID(op) || (answers >= 0 && p.kindOf(answers) != jObject) {
 			return newError(CodeRequestMalformed, "\"after\" needs the operationId, round and answers of the completed outcome")
 		}
 		st.op, st.round = op, int(rnd)+1
@@ -241,4 +245,24 @@ func (g *Guard) checkCapabilities(c *callCtx, list []pending) *Error {
 	}
 	data = append(data, "}}"...)
 	return &Error{Code: CodeCapabilityMissing, Message: "the client did not declare " + strings.Join(names, ", ") + " in this request's capabilities", Data: data}
+}
+
+// validOpID reports whether s is an operation id as the core makes them:
+// 16 bytes, base64url without padding.
+func validOpID(s string) bool {
+	return len(s) == 22 && validB64URL(s)
+}
+
+// validB64URL reports whether s is canonical base64url without padding.
+// encoding/base64 skips CR and LF even in strict mode, so the alphabet is
+// checked first.
+func validB64URL(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	_, err := b64.Strict().DecodeString(s)
+	return err == nil
 }

@@ -23,7 +23,6 @@ const (
 	CodeArgumentsMalformed = "mrtr.arguments.malformed"
 
 	// Lint findings on what a server is about to send.
-	CodeLintFailed          = "mrtr.lint.failed"
 	CodeFormSecretField     = "mrtr.form.secret_field"
 	CodeFormInvalidSchema   = "mrtr.form.invalid_schema"
 	CodeFormNotFlat         = "mrtr.form.not_flat"

@@ -28,12 +28,15 @@ const (
 	maxInputRequestKey  = 128
 	maxPrincipalLen     = 1024
 	maxContentArrayLen  = 1024
+	maxContentKeys      = 256
+	maxResponseKeys     = 256
 	maxProgressLen      = 4 << 10
 	envelopeMaxDepth    = 64
+	stateMaxDepth       = envelopeMaxDepth + 8 // the payload nests what the envelope carried
 	stateVersion        = 1
 	implicitContext     = "mrtr-wasm/state/v1"
 	maxAnswersInPayload = 64
-	maxNowMs            = 253402300799000 // 9999-12-31T23:59:59Z
+	maxNowMs            = (253402300799 - MaxTTLSeconds) * 1000 // so that now+ttl stays within 9999-12-31T23:59:59Z
 )
 
 // Guard is one instance of the core. It is not safe for concurrent use:

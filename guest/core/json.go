@@ -2,6 +2,7 @@ package core
 
 import (
 	"strings"
+	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
 	"unsafe"
@@ -74,7 +75,10 @@ type parser struct {
 	interrupt func() bool
 }
 
-const checkEvery = 4096
+const (
+	checkEvery  = 4096
+	wideMembers = 16 // members from which duplicate checks use a map
+)
 
 const defaultMaxDepth = 64
 
@@ -217,6 +221,7 @@ func (p *parser) object(depth int) (int32, *Error) {
 	p.pos++ // '{'
 	self := p.add(jnode{kind: jObject, start: int32(start)})
 	base := len(p.stack)
+	var seen map[string]struct{} // only for wide objects: keeps the check linear
 	p.skipWS()
 	if p.pos < len(p.src) && p.src[p.pos] == '}' {
 		p.pos++
@@ -239,10 +244,23 @@ func (p *parser) object(depth int) (int32, *Error) {
 			if err != nil {
 				return -1, err
 			}
-			for _, m := range p.stack[base:] {
-				if m.key == key {
+			if n := len(p.stack) - base; n < wideMembers {
+				for _, m := range p.stack[base:] {
+					if m.key == key {
+						return -1, newError(CodeDuplicateKey, "duplicate object key "+quote(key))
+					}
+				}
+			} else {
+				if seen == nil {
+					seen = make(map[string]struct{}, 2*n)
+					for _, m := range p.stack[base:] {
+						seen[m.key] = struct{}{}
+					}
+				}
+				if _, dup := seen[key]; dup {
 					return -1, newError(CodeDuplicateKey, "duplicate object key "+quote(key))
 				}
+				seen[key] = struct{}{}
 			}
 			p.stack = append(p.stack, jmember{key: key, val: v})
 			p.skipWS()
@@ -486,14 +504,48 @@ func hex4(s []byte, i int) (rune, bool) {
 // answer "Email" beside "email" is either a client bug or smuggling.
 func (p *parser) checkCaseKeys(i int32, what string) *Error {
 	kids := p.kids(i)
-	for a := 1; a < len(kids); a++ {
-		for b := 0; b < a; b++ {
-			if strings.EqualFold(kids[a].key, kids[b].key) {
-				return newError(CodeCaseDuplicateKey, what+" has keys that differ only in case: "+quote(kids[b].key)+" and "+quote(kids[a].key))
+	if len(kids) < wideMembers {
+		for a := 1; a < len(kids); a++ {
+			for b := 0; b < a; b++ {
+				if strings.EqualFold(kids[a].key, kids[b].key) {
+					return caseDup(what, kids[b].key, kids[a].key)
+				}
 			}
 		}
+		return nil
+	}
+	seen := make(map[string]string, len(kids))
+	for k, m := range kids {
+		if k%checkEvery == checkEvery-1 && p.interrupt != nil && p.interrupt() {
+			return errInterrupted
+		}
+		f := foldKey(m.key)
+		if prev, dup := seen[f]; dup {
+			return caseDup(what, prev, m.key)
+		}
+		seen[f] = m.key
 	}
 	return nil
+}
+
+func caseDup(what, a, b string) *Error {
+	return newError(CodeCaseDuplicateKey, what+" has keys that differ only in case: "+quote(a)+" and "+quote(b))
+}
+
+// foldKey maps s to a canonical member of its simple case-folding class,
+// so that two strings are EqualFold exactly when their foldKeys are equal.
+func foldKey(s string) string {
+	b := make([]byte, 0, len(s))
+	for _, r := range s {
+		min := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			if f < min {
+				min = f
+			}
+		}
+		b = utf8.AppendRune(b, min)
+	}
+	return string(b)
 }
 
 // --- encoding helpers -----------------------------------------------------

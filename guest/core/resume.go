@@ -33,6 +33,9 @@ func (g *Guard) resumeOp(root int32) *Error {
 	case jNull:
 		resp = -1
 	case jObject:
+		if p.node(resp).n > maxResponseKeys {
+			return newError(CodeResponsesMalformed, "\"inputResponses\" has more than "+itoa(maxResponseKeys)+" keys")
+		}
 		if err := p.checkCaseKeys(resp, "inputResponses"); err != nil {
 			return err
 		}

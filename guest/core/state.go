@@ -32,7 +32,10 @@ func (g *Guard) readCall(root int32, c *callCtx, needRand bool) *Error {
 		if !ok || b64.DecodedLen(len(r)) != randBytes {
 			return newError(CodeRequestNoEntropy, "request needs \"rand\": "+itoa(randBytes)+" fresh random bytes, base64url without padding")
 		}
-		if _, err := b64.Decode(c.rand[:], bytesOf(r)); err != nil {
+		if !validB64URL(r) {
+			return newError(CodeRequestNoEntropy, "\"rand\" is not valid base64url")
+		}
+		if _, err := b64.Strict().Decode(c.rand[:], bytesOf(r)); err != nil {
 			return newError(CodeRequestNoEntropy, "\"rand\" is not valid base64url")
 		}
 	}
@@ -156,6 +159,11 @@ func (g *Guard) open(c *callCtx, token string) (*stateIn, *Error) {
 	tb := bytesOf(token)
 	footer, err := v4LocalFooter(tb)
 	if err != nil || len(footer) > maxFooterLen {
+		if bytes.HasPrefix(tb, []byte("v4.local.")) && bytes.Count(tb, []byte(".")) == 3 {
+			// Shaped like ours with a footer that no longer decodes:
+			// an edited token, not a foreign one.
+			return nil, stateError(ReasonTampered)
+		}
 		return nil, stateError(ReasonMalformed)
 	}
 	var key *keyEntry
@@ -166,10 +174,17 @@ func (g *Guard) open(c *callCtx, token string) (*stateIn, *Error) {
 		}
 	}
 	if key == nil {
-		if bytes.HasPrefix(footer, []byte(`{"kid":"k4.lid.`)) {
+		if bytes.HasPrefix(footer, []byte(`{"kid":"k4.lid.`)) && bytes.HasSuffix(footer, []byte(`"}`)) && bytes.Count(footer, []byte(`"`)) == 4 {
 			return nil, stateError(ReasonUnknownKey)
 		}
-		return nil, stateError(ReasonMalformed)
+		// Not a footer we write: let the MAC, which covers the footer,
+		// refuse the token, so that an edited footer is "tampered" for
+		// the same reason as an edited body.
+		var ib [512]byte
+		if _, err := v4LocalOpen(g.pt[:0], &g.keys[0].key, tb, footer, g.appendImplicit(ib[:0], c)); err == nil {
+			return nil, stateError(ReasonMalformed) // cannot happen: we never seal such a footer
+		}
+		return nil, stateError(ReasonTampered)
 	}
 	var ib [512]byte
 	implicit := g.appendImplicit(ib[:0], c)
@@ -201,7 +216,7 @@ func (g *Guard) diagnose(c *callCtx, key *keyEntry, tb []byte) string {
 		return ReasonMalformed
 	}
 	var sp parser
-	root, perr := sp.parse(pt, 8)
+	root, perr := sp.parse(pt, stateMaxDepth)
 	if perr != nil || sp.kindOf(root) != jObject {
 		return ReasonTampered
 	}
@@ -223,7 +238,10 @@ func (g *Guard) diagnose(c *callCtx, key *keyEntry, tb []byte) string {
 
 func (g *Guard) readPayload(pt []byte) (*stateIn, *Error) {
 	sp := &g.sp
-	root, err := sp.parse(pt, 16)
+	root, err := sp.parse(pt, stateMaxDepth)
+	if err == errInterrupted {
+		return nil, err
+	}
 	if err != nil || sp.kindOf(root) != jObject {
 		return nil, stateError(ReasonMalformed)
 	}
@@ -302,10 +320,23 @@ func parseTime(s string) (int64, bool) {
 	h, ok4 := num(11, 13)
 	mi, ok5 := num(14, 16)
 	se, ok6 := num(17, 19)
-	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || se > 59 {
+	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || mo < 1 || mo > 12 || d < 1 || d > daysIn(y, mo) || h > 23 || mi > 59 || se > 59 {
 		return 0, false
 	}
 	return daysFromCivil(y, mo, d)*86400 + int64(h*3600+mi*60+se), true
+}
+
+func daysIn(y, m int) int {
+	switch m {
+	case 2:
+		if y%4 == 0 && (y%100 != 0 || y%400 == 0) {
+			return 29
+		}
+		return 28
+	case 4, 6, 9, 11:
+		return 30
+	}
+	return 31
 }
 
 // Howard Hinnant's civil-date algorithms (proleptic Gregorian calendar).

@@ -47,6 +47,7 @@ func (g *Guard) formFor(p *parser, schema int32) *formEntry {
 	for i := range e.props {
 		e.props[i].name = strings.Clone(e.props[i].name)
 		e.props[i].title = strings.Clone(e.props[i].title)
+		e.props[i].typ = strings.Clone(e.props[i].typ)
 	}
 	for i := range e.findings {
 		e.findings[i].field = strings.Clone(e.findings[i].field)
@@ -226,7 +227,8 @@ func checkNumber(lit string) *Error {
 	}
 	f, err := strconv.ParseFloat(lit, 64)
 	if err != nil || math.IsInf(f, 0) {
-		return newError(CodeNumberOutOfRange, "number "+quote(lit)+" is outside the range a form answer can hold")
+		// The literal is the user's answer: it stays out of the message.
+		return newError(CodeNumberOutOfRange, "a number is outside the range a form answer can hold")
 	}
 	return nil
 }
@@ -255,6 +257,9 @@ func checkForm(p *parser, e *formEntry, content int32, dst []byte) (formCheck, *
 	dst = append(dst, '{')
 	first := true
 	if content >= 0 && p.kindOf(content) == jObject {
+		if p.node(content).n > maxContentKeys {
+			return fc, newError(CodeResponsesMalformed, "form content has more than "+itoa(maxContentKeys)+" fields")
+		}
 		if err := p.checkCaseKeys(content, "form content"); err != nil {
 			return fc, err
 		}
