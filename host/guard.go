@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mrtr-wasm/mrtr-wasm/guest/core"
+	"github.com/mrtr-wasm/mrtr-wasm/ledger"
 	"github.com/mrtr-wasm/mrtr-wasm/wasm"
 )
 
@@ -39,6 +40,7 @@ type config struct {
 	maxMemoryMiB   uint32
 	module         []byte
 	policy         Policy
+	ledger         ledger.Ledger
 }
 
 // WithKeys sets the keyring (required).

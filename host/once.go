@@ -1,0 +1,521 @@
+package host
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mrtr-wasm/mrtr-wasm/ledger"
+)
+
+// Defaults of the replay ledger's timings.
+const (
+	defaultLedgerWait    = 2 * time.Second
+	defaultLedgerLease   = 30 * time.Second
+	defaultLedgerMargin  = time.Minute
+	defaultLedgerTimeout = time.Second
+)
+
+// onceLedger is the ledger with the timings Once uses. The options keep
+// it in config.ledger (the one field the guard has for the ledger); each
+// option builds a new one, so options shared by two guards share nothing.
+type onceLedger struct {
+	ledger.Ledger
+	wait, lease, margin, timeout time.Duration
+	local                        bool // in-process: no deadlines needed
+	ready                        bool // defaults filled in
+}
+
+// bound gives a ledger call its deadline; the in-process ledger never
+// waits, and skips the timer.
+func (l *onceLedger) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if l.local {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, l.timeout)
+}
+
+func onceOf(c *config) *onceLedger {
+	o := &onceLedger{Ledger: c.ledger}
+	if prev, ok := c.ledger.(*onceLedger); ok {
+		*o = *prev
+	}
+	c.ledger = o
+	return o
+}
+
+// WithLedger sets the replay ledger (default: an in-memory one).
+// ledger.Open makes one from a setting: "memory:", "sqlite:/path/file.db",
+// "redis://host:6379/0". Guards that share it run each effect once
+// between them. The guard does not close it.
+func WithLedger(l ledger.Ledger) Option {
+	return func(c *config) {
+		if _, ok := c.ledger.(*onceLedger); ok {
+			onceOf(c).Ledger = l
+			return
+		}
+		c.ledger = l
+	}
+}
+
+// WithLedgerWait bounds how long Once waits for a duplicate's result
+// before it answers CodeInProgress (default 2 s).
+func WithLedgerWait(d time.Duration) Option { return func(c *config) { onceOf(c).wait = d } }
+
+// WithLedgerLease sets how long a claim holds an operation before it
+// expires, so that a request whose server died can be completed later
+// (default 30 s). Once ends the effect's context when the lease ends.
+func WithLedgerLease(d time.Duration) Option { return func(c *config) { onceOf(c).lease = d } }
+
+// WithLedgerMargin is added to the state's lifetime to get how long a
+// finished operation is remembered (default 1 min, for clock skew
+// between instances; must be positive).
+func WithLedgerMargin(d time.Duration) Option { return func(c *config) { onceOf(c).margin = d } }
+
+// WithLedgerTimeout bounds each ledger call (default 1 s). A call that
+// runs over fails closed.
+func WithLedgerTimeout(d time.Duration) Option { return func(c *config) { onceOf(c).timeout = d } }
+
+// onceMu guards config.ledger, which replayLedger completes on first use.
+var onceMu sync.RWMutex
+
+// replayLedger returns the guard's ledger with its timings, creating the
+// in-memory default on first use.
+func (g *Guard) replayLedger() *onceLedger {
+	onceMu.RLock()
+	o, ok := g.cfg.ledger.(*onceLedger)
+	onceMu.RUnlock()
+	if ok && o.ready {
+		return o
+	}
+	onceMu.Lock()
+	defer onceMu.Unlock()
+	o, ok = g.cfg.ledger.(*onceLedger)
+	if !ok || !o.ready {
+		n := &onceLedger{Ledger: g.cfg.ledger}
+		if ok {
+			*n = *o
+		}
+		if n.Ledger == nil {
+			n.Ledger = ledger.NewMemory()
+		}
+		if n.wait <= 0 {
+			n.wait = defaultLedgerWait
+		}
+		if n.lease <= 0 {
+			n.lease = defaultLedgerLease
+		}
+		if n.margin <= 0 {
+			n.margin = defaultLedgerMargin
+		}
+		if n.timeout <= 0 {
+			n.timeout = defaultLedgerTimeout
+		}
+		n.local = ledger.InProcess(n.Ledger)
+		n.ready = true
+		g.cfg.ledger, o = n, n
+	}
+	return o
+}
+
+// Each call returns a new *Error: callers may annotate theirs.
+func errOnceNotComplete() error {
+	return &Error{Code: CodeNotComplete, Message: "Once needs a complete outcome: act only when every answer is in"}
+}
+
+func errOnceConflict() error {
+	return &Error{Code: CodeConflict, Message: "this request was already carried out with other answers"}
+}
+
+func errOnceInProgress() error {
+	return &Error{Code: CodeInProgress, Message: "this request is being carried out; retry shortly"}
+}
+
+// Once runs effect at most once for the outcome's operation. The first
+// complete retry claims the operation id, runs effect and stores its result;
+// a later retry with the same state and the same answers gets the stored
+// result back with replay=true, and effect does not run again.
+//
+// A retry with other answers for the same operation gets CodeConflict. A
+// duplicate that arrives while effect runs waits (WithLedgerWait) for its
+// result, then gets CodeInProgress: retry it. If effect returns an error
+// (or panics), the claim is released and the error returned as is, so
+// the user can try again. If the ledger does not answer, nothing runs and
+// the error is CodeLedgerUnavailable: retry later.
+//
+// effect's context ends when the claim's lease does: an effect that
+// honours it cannot still run when another instance may take over. If
+// effect ran but its result could not be recorded, Once returns the
+// result together with a CodeLedgerUnavailable error (Reason
+// "not_recorded" or "lease_lost"): the effect happened; answer with the
+// result, and see ledger's documentation for what a later retry may do.
+//
+// The operation id is the key, so one logical request has one effect: a
+// request continued with After keeps its id, so call Once on its final
+// outcome only.
+func (g *Guard) Once(ctx context.Context, o *Outcome, effect func(ctx context.Context) ([]byte, error)) (result []byte, replay bool, err error) {
+	if o == nil || o.Status != Complete || o.OperationID == "" {
+		return nil, false, errOnceNotComplete()
+	}
+	if effect == nil {
+		return nil, false, &Error{Code: CodeInternal, Message: "Once needs an effect"}
+	}
+	l := g.replayLedger()
+	fp := answersFingerprint(o.Answers)
+	deadline := time.Now().Add(l.wait)
+	pause := time.Millisecond
+	for {
+		start := time.Now()
+		cctx, cancel := l.bound(ctx)
+		c, err := l.Claim(cctx, o.OperationID, fp, l.lease)
+		cancel()
+		if err != nil {
+			return nil, false, ledgerDown(err)
+		}
+		switch c.Status {
+		case ledger.Acquired:
+			return g.runClaimed(ctx, l, o.OperationID, fp, c.Token, start, effect)
+		case ledger.Finished:
+			return c.Result, true, nil
+		case ledger.Conflict:
+			return nil, false, errOnceConflict()
+		case ledger.InProgress:
+		default:
+			return nil, false, &Error{Code: CodeInternal, Message: "the ledger answered an unknown status"}
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return nil, false, errOnceInProgress()
+		}
+		t := time.NewTimer(min(pause, left))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, false, errOnceInProgress()
+		case <-t.C:
+		}
+		pause = min(pause*2, 50*time.Millisecond)
+	}
+}
+
+func (g *Guard) runClaimed(ctx context.Context, l *onceLedger, op string, fp ledger.Fingerprint, token string, start time.Time, effect func(context.Context) ([]byte, error)) ([]byte, bool, error) {
+	// The lease started no earlier than start, on any clock: ending here
+	// ends the effect before the ledger can give the operation away.
+	ectx := &leaseContext{Context: ctx, end: start.Add(l.lease)}
+	defer ectx.stop()
+	// Record or release even if the caller has gone: the effect's fate
+	// must reach the ledger.
+	bg := context.WithoutCancel(ctx)
+	finished := false
+	defer func() {
+		if !finished {
+			// effect failed or panicked: free the operation for a retry.
+			rctx, cancel := l.bound(bg)
+			_ = l.Release(rctx, op, token)
+			cancel()
+		}
+	}()
+	res, err := effect(ectx)
+	if err != nil {
+		return nil, false, err
+	}
+	if res == nil {
+		res = []byte{}
+	}
+	finished = true
+	ttl := g.cfg.ttl + l.margin
+	for attempt := 0; ; attempt++ {
+		fctx, cancel := l.bound(bg)
+		err = l.Finish(fctx, op, token, fp, res, ttl)
+		cancel()
+		switch {
+		case err == nil:
+			return res, false, nil
+		case errors.Is(err, ledger.ErrLost):
+			return res, false, &Error{Code: CodeLedgerUnavailable, Reason: "lease_lost",
+				Message: "the request was carried out, but after its lease ran out: another attempt may have run too"}
+		case attempt < 2:
+			time.Sleep(time.Duration(10<<(2*attempt)) * time.Millisecond)
+			continue
+		}
+		return res, false, &Error{Code: CodeLedgerUnavailable, Reason: "not_recorded",
+			Message: "the request was carried out, but the replay ledger did not record it"}
+	}
+}
+
+// leaseContext is the effect's context: the caller's, ending when the
+// lease does. context.WithDeadline would start a timer for every effect,
+// the largest single cost of Once; this starts it only when the effect
+// first waits on Done (or derives a context, which does).
+type leaseContext struct {
+	context.Context // the caller's
+	end             time.Time
+	mu              sync.Mutex
+	inner           atomic.Pointer[context.Context] // WithDeadline(caller's, end)
+	cancel          context.CancelFunc
+	stopped         bool
+}
+
+// stoppedContext stands in for the inner context of an effect that has
+// returned: done, with the error an ended context has.
+var stoppedContext = func() context.Context {
+	c, cancel := context.WithCancel(context.Background())
+	cancel()
+	return c
+}()
+
+func (c *leaseContext) get() context.Context {
+	if in := c.inner.Load(); in != nil {
+		return *in
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if in := c.inner.Load(); in != nil {
+		return *in
+	}
+	in := stoppedContext
+	if !c.stopped {
+		in, c.cancel = context.WithDeadline(c.Context, c.end)
+	}
+	c.inner.Store(&in)
+	return in
+}
+
+func (c *leaseContext) Deadline() (time.Time, bool) {
+	if d, ok := c.Context.Deadline(); ok && d.Before(c.end) {
+		return d, true
+	}
+	return c.end, true
+}
+
+func (c *leaseContext) Done() <-chan struct{} { return c.get().Done() }
+
+// Err needs no timer: it is the caller's error, or the lease's end.
+func (c *leaseContext) Err() error {
+	if in := c.inner.Load(); in != nil {
+		return (*in).Err()
+	}
+	if err := c.Context.Err(); err != nil {
+		return err
+	}
+	if !time.Now().Before(c.end) {
+		return context.DeadlineExceeded
+	}
+	return nil
+}
+
+// Value goes through the inner context once it exists, so contexts the
+// effect derives attach to it as to any standard context.
+func (c *leaseContext) Value(key any) any {
+	if in := c.inner.Load(); in != nil {
+		return (*in).Value(key)
+	}
+	return c.Context.Value(key)
+}
+
+// stop ends the context when the effect has returned.
+func (c *leaseContext) stop() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.stopped = true
+	if c.cancel != nil {
+		c.cancel()
+	}
+}
+
+// ledgerDown is the fail-closed answer: nothing ran, retry later. The
+// cause goes into Reason as a class only (a store's error text may name
+// hosts or hold data).
+func ledgerDown(err error) error {
+	reason := "error"
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		reason = "timeout"
+	case errors.Is(err, context.Canceled):
+		reason = "cancelled"
+	case errors.Is(err, ledger.ErrFull):
+		reason = "full"
+	case errors.Is(err, ledger.ErrClosed):
+		reason = "closed"
+	case errors.Is(err, ledger.ErrBadOperation):
+		reason = "bad_operation"
+	}
+	return &Error{Code: CodeLedgerUnavailable, Reason: reason,
+		Message: "the replay ledger is unavailable: nothing was done; retry later"}
+}
+
+// answersFingerprint is a SHA-256 over the answers with map keys and
+// object members sorted (the guest's JSON is compact, its strings
+// canonical; only member order can differ between equal answers). The
+// ledger stores this, never the answers.
+func answersFingerprint(answers map[string]json.RawMessage) ledger.Fingerprint {
+	var keysBuf [8]string
+	keys := keysBuf[:0]
+	for k := range answers {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var stack [512]byte
+	buf := append(stack[:0], "mrtr-wasm/answers/v1\x00"...)
+	for _, k := range keys {
+		buf = binary.AppendUvarint(buf, uint64(len(k)))
+		buf = append(buf, k...)
+		// The value's length goes first, patched in after it is written.
+		at := len(buf)
+		buf = append(buf, 0, 0, 0, 0)
+		buf = appendCanonicalJSON(buf, answers[k])
+		binary.BigEndian.PutUint32(buf[at:], uint32(len(buf)-at-4))
+	}
+	return sha256.Sum256(buf)
+}
+
+// appendCanonicalJSON appends compact JSON v with every object's members
+// sorted by key; scalars stay byte for byte. Input that does not scan is
+// appended as is (the fingerprint stays deterministic either way).
+func appendCanonicalJSON(dst, v []byte) []byte {
+	s := jsonScan{b: v}
+	out, ok := s.canon(dst)
+	if !ok || s.i != len(v) {
+		return append(dst, v...)
+	}
+	return out
+}
+
+type jsonScan struct {
+	b []byte
+	i int
+}
+
+// span is one member of an object being canonicalised: dst[a:b] holds
+// key:value, the key's literal being k bytes long.
+type span struct{ a, b, k int }
+
+func (s *jsonScan) canon(dst []byte) ([]byte, bool) {
+	if s.i >= len(s.b) {
+		return dst, false
+	}
+	switch s.b[s.i] {
+	case '{':
+		s.i++
+		if s.eat('}') {
+			return append(dst, "{}"...), true
+		}
+		// Write the members as they come; reorder them only if needed.
+		start := len(dst)
+		dst = append(dst, '{')
+		var stack [16]span
+		ms := stack[:0]
+		sorted := true
+		for {
+			if len(ms) > 0 {
+				dst = append(dst, ',')
+			}
+			a := len(dst)
+			k, ok := s.str()
+			if !ok || !s.eat(':') {
+				return dst, false
+			}
+			dst = append(dst, k...)
+			dst = append(dst, ':')
+			if dst, ok = s.canon(dst); !ok {
+				return dst, false
+			}
+			if n := len(ms); n > 0 && bytes.Compare(dst[ms[n-1].a:ms[n-1].a+ms[n-1].k], k) >= 0 {
+				sorted = false
+			}
+			ms = append(ms, span{a, len(dst), len(k)})
+			if s.eat('}') {
+				break
+			}
+			if !s.eat(',') {
+				return dst, false
+			}
+		}
+		if sorted {
+			return append(dst, '}'), true
+		}
+		slices.SortStableFunc(ms, func(x, y span) int { return bytes.Compare(dst[x.a:x.a+x.k], dst[y.a:y.a+y.k]) })
+		var scratch [256]byte // most answers fit: no allocation
+		out := scratch[:0]
+		out = append(out, '{')
+		for i, m := range ms {
+			if i > 0 {
+				out = append(out, ',')
+			}
+			out = append(out, dst[m.a:m.b]...)
+		}
+		out = append(out, '}')
+		return append(dst[:start], out...), true
+	case '[':
+		s.i++
+		dst = append(dst, '[')
+		if s.eat(']') {
+			return append(dst, ']'), true
+		}
+		for {
+			var ok bool
+			if dst, ok = s.canon(dst); !ok {
+				return dst, false
+			}
+			if s.eat(']') {
+				return append(dst, ']'), true
+			}
+			if !s.eat(',') {
+				return dst, false
+			}
+			dst = append(dst, ',')
+		}
+	case '"':
+		k, ok := s.str()
+		return append(dst, k...), ok
+	}
+	start := s.i
+	ok := s.scalar()
+	return append(dst, s.b[start:s.i]...), ok
+}
+
+// str scans a string literal and returns it with its quotes.
+func (s *jsonScan) str() ([]byte, bool) {
+	if s.i >= len(s.b) || s.b[s.i] != '"' {
+		return nil, false
+	}
+	start := s.i
+	for s.i++; s.i < len(s.b); s.i++ {
+		switch s.b[s.i] {
+		case '\\':
+			s.i++
+		case '"':
+			s.i++
+			return s.b[start:s.i], true
+		}
+	}
+	return nil, false
+}
+
+// scalar scans a number or literal: everything up to a delimiter.
+func (s *jsonScan) scalar() bool {
+	start := s.i
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ',', '}', ']', ':', '{', '[', '"':
+			return s.i > start
+		}
+		s.i++
+	}
+	return s.i > start
+}
+
+func (s *jsonScan) eat(c byte) bool {
+	if s.i < len(s.b) && s.b[s.i] == c {
+		s.i++
+		return true
+	}
+	return false
+}
