@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# Runs every test of mrtr-wasm: formatting and vet, the reproducibility of
-# guard.wasm, and the Go tests (the core natively and through wazero, the
-# shared vectors). It installs nothing globally.
+# Runs every test of mrtr-wasm, installing what they need on a fresh
+# machine (npm packages into the repository's own folders, and Debian's
+# chromium if it is missing): formatting and vet, the reproducibility of
+# guard.wasm, the Go tests (the core natively and through wazero, the
+# shared vectors, Rego policies, the ledger against Redis, the MCP server),
+# the official MCP conformance suite and the connect page in Chromium.
+# Needs Redis at 127.0.0.1:6379.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -14,13 +18,27 @@ GOOS=wasip1 GOARCH=wasm go vet ./guest/...
 echo "== guard.wasm"
 scripts/check-wasm.sh
 
+echo "== npm packages for the end-to-end tests"
+(cd e2e && npm ci --no-audit --no-fund --loglevel=error)
+if ! command -v chromium >/dev/null; then
+  echo "installing Debian's chromium for the browser tests"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+fi
+
 echo "== go test"
 go test -count=1 ./...
 
-echo "== go test -race (host, native engine)"
+echo "== go test -race (host, native engine; ledger)"
 go test -race -count=1 ./host -run '^Test(API|Pool|Key|ParseKeys|GenerateKey|Schema)' -skip '/wasm$'
+go test -race -count=1 ./ledger
 
 echo "== fuzz smoke (the seed corpora also run in go test)"
 for t in FuzzCall FuzzOpen FuzzResume FuzzLint FuzzCanonical; do
-  go test ./guest/core -run XXX -fuzz "^$t\$" -fuzztime "${FUZZTIME:-10s}" -fuzzminimizetime 5s
+  go test ./guest/core -run XXX -fuzz "^$t\$" -fuzztime "${FUZZTIME:-10s}" -fuzzminimizetime 5s >/dev/null
 done
+
+echo "== MCP conformance suite (14 input-required-result scenarios)"
+e2e/conformance.sh
+
+echo "== the connect page in headless Chromium"
+e2e/browser.sh

@@ -576,7 +576,11 @@ func (g *Guard) Resume(ctx context.Context, req *Request) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	if n := g.policyRounds(ctx, req); n > 0 {
+	n, err := g.policyResume(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	if n > 0 {
 		env = append(env, `,"maxRounds":`...)
 		env = strconv.AppendInt(env, int64(n), 10)
 	}

@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 )
 
@@ -22,71 +23,134 @@ type PolicyQuery struct {
 	Method    string
 	Target    string
 	Inputs    []InputRequest // empty on resume
+	// TTL and MaxRounds are the guard's own settings, which the policy
+	// may narrow and must keep within its bounds.
+	TTL       time.Duration
+	MaxRounds int
 }
 
-// PolicyDecision is a Policy's answer. A nil decision or Allow false
-// refuses; an undefined rule must never turn into an allow.
+// PolicyDecision is a Policy's answer. A nil decision, Allow false or any
+// denial refuses: deny always wins, and an undefined rule must never turn
+// into an allow.
 type PolicyDecision struct {
 	Allow bool
-	// Code, Rule and Message say which rule denied and why.
+	// Code, Rule and Message say which rule denied and why (the first
+	// denial); Denials lists every reason.
 	Code    string
 	Rule    string
 	Message string
-	// MaxRounds and TTL, when set, narrow the guard's defaults.
+	Denials []PolicyDenial
+	// MaxRounds and TTL, when set, are the limits for this tool.
 	MaxRounds int
 	TTL       time.Duration
 }
 
+// PolicyDenial is one reason a policy refused: a stable code (for the
+// shipped policies, policy.*), the data rule that refused, the input
+// request key and form field concerned, and a message for people.
+type PolicyDenial struct {
+	Code    string `json:"code"`
+	Rule    string `json:"rule"`
+	Key     string `json:"key,omitempty"`
+	Field   string `json:"field,omitempty"`
+	Message string `json:"message"`
+}
+
 // WithPolicy consults p on every ask and resume.
 func WithPolicy(p Policy) Option { return func(c *config) { c.policy = p } }
+
+func (g *Guard) policyQuery(req *Request, inputs []InputRequest) *PolicyQuery {
+	return &PolicyQuery{
+		Principal: req.Principal, Method: req.Method, Target: req.Target, Inputs: inputs,
+		TTL: g.cfg.ttl, MaxRounds: g.cfg.maxRounds,
+	}
+}
 
 func (g *Guard) policyAsk(ctx context.Context, req *Request, inputs []InputRequest, o *askOptions) error {
 	p := g.cfg.policy
 	if p == nil {
 		return nil
 	}
-	d, err := p.Ask(ctx, &PolicyQuery{Principal: req.Principal, Method: req.Method, Target: req.Target, Inputs: inputs})
+	d, err := p.Ask(ctx, g.policyQuery(req, inputs))
 	if err := denied(d, err); err != nil {
 		return err
 	}
 	if d.TTL > 0 && (o.ttl == 0 || d.TTL < o.ttl) {
 		o.ttl = d.TTL
 	}
-	if d.MaxRounds > 0 {
+	if d.MaxRounds > 0 && (o.maxRounds == 0 || d.MaxRounds < o.maxRounds) {
 		o.maxRounds = d.MaxRounds
 	}
 	return nil
 }
 
-// policyRounds returns the round limit the policy sets for a resume, or 0.
-func (g *Guard) policyRounds(ctx context.Context, req *Request) int {
+// policyResume returns the round limit the policy sets for a resume (0:
+// the guard's own), or the error that refuses it.
+func (g *Guard) policyResume(ctx context.Context, req *Request) (int, error) {
 	p := g.cfg.policy
 	if p == nil {
-		return 0
+		return 0, nil
 	}
-	d, err := p.Resume(ctx, &PolicyQuery{Principal: req.Principal, Method: req.Method, Target: req.Target})
-	if err != nil || d == nil || !d.Allow {
-		return 1 // fail closed: no further rounds
+	d, err := p.Resume(ctx, g.policyQuery(req, nil))
+	if err := denied(d, err); err != nil {
+		return 0, err
 	}
-	return d.MaxRounds
+	return d.MaxRounds, nil
 }
 
 func denied(d *PolicyDecision, err error) error {
 	if err != nil {
+		if e, ok := AsError(err); ok && e.Code == CodePolicyDenied {
+			return e
+		}
+		// The evaluation error may quote the request: keep it out.
 		return &Error{Code: CodePolicyDenied, Message: "policy evaluation failed", Reason: "policy_error"}
 	}
-	if d == nil || !d.Allow {
-		e := &Error{Code: CodePolicyDenied, Message: "the policy does not allow this request"}
-		if d != nil {
-			if d.Message != "" {
-				e.Message = d.Message
-			}
-			e.Reason = d.Rule
-			if d.Code != "" {
-				e.Reason = d.Code + " (" + d.Rule + ")"
-			}
-		}
-		return e
+	if d != nil && d.Allow && len(d.Denials) == 0 && d.Code == "" {
+		return nil
 	}
-	return nil
+	first := PolicyDenial{Code: "policy.undecided", Message: "the policy does not allow this request"}
+	var all []PolicyDenial
+	if d != nil {
+		all = d.Denials
+		switch {
+		case d.Code != "" || d.Message != "":
+			first = PolicyDenial{Code: d.Code, Rule: d.Rule, Message: d.Message}
+			if first.Message == "" {
+				first.Message = "the policy does not allow this request"
+			}
+		case len(all) > 0:
+			first = all[0]
+		}
+	}
+	if len(all) == 0 {
+		all = []PolicyDenial{first}
+	}
+	e := &Error{Code: CodePolicyDenied, Message: first.Message + " (" + first.Code, Reason: first.Code}
+	if first.Rule != "" {
+		e.Message += ", rule " + first.Rule
+		e.Reason += " (" + first.Rule + ")"
+	}
+	e.Message += ")"
+	e.Data, _ = json.Marshal(struct {
+		Policy  PolicyDenial   `json:"policy"`
+		Denials []PolicyDenial `json:"denials"`
+	}{first, all})
+	return e
+}
+
+// PolicyDenials returns why a policy refused, when e is a policy denial:
+// the first reason and all of them.
+func (e *Error) PolicyDenials() (first PolicyDenial, all []PolicyDenial, ok bool) {
+	if e.Code != CodePolicyDenied || len(e.Data) == 0 {
+		return PolicyDenial{}, nil, false
+	}
+	var d struct {
+		Policy  PolicyDenial   `json:"policy"`
+		Denials []PolicyDenial `json:"denials"`
+	}
+	if json.Unmarshal(e.Data, &d) != nil {
+		return PolicyDenial{}, nil, false
+	}
+	return d.Policy, d.Denials, true
 }

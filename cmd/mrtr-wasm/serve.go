@@ -1,0 +1,342 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mrtr-wasm/mrtr-wasm/host"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/conformance"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/crm"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/server"
+	"github.com/mrtr-wasm/mrtr-wasm/ledger"
+	"github.com/mrtr-wasm/mrtr-wasm/policy"
+)
+
+const serveUsage = `usage: mrtr-wasm serve [flags]
+
+Runs the demo MCP 2026-07-28 server: book_demo_call, list_bookings and
+connect_calendar, each guarded by mrtr-wasm, over Streamable HTTP at
+http://ADDR/mcp (or stdio with --stdio), with /connect/, /healthz and
+/metrics beside it.
+
+Keys come from MRTR_KEYS or --keys FILE (` + "`mrtr-wasm keygen`" + ` makes one); with
+neither, an ephemeral key is generated and rounds do not survive a restart.
+
+flags:
+`
+
+// serveOptions are the parsed flags of serve.
+type serveOptions struct {
+	addr, publicURL, keysFile, tokensFile, policyDir, policyData string
+	ledger, dataDir, crm, audience, engine, logFormat, logLevel  string
+	cacheDir                                                     string
+	stdio, conformance                                           bool
+	stateTTL, shutdown                                           time.Duration
+}
+
+func parseServe(args []string, stderr io.Writer) (*serveOptions, error) {
+	o := &serveOptions{}
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, serveUsage)
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "HTTP listen address (the MCP endpoint is /mcp)")
+	fs.StringVar(&o.publicURL, "public-url", "", "base URL browsers use to reach this server, for /connect links (default http://ADDR)")
+	fs.BoolVar(&o.stdio, "stdio", false, "serve MCP on stdin/stdout (the HTTP listener still serves /connect, /healthz, /metrics)")
+	fs.StringVar(&o.keysFile, "keys", "", "file of k4.local keys (the MRTR_KEYS format); default: the MRTR_KEYS environment variable")
+	fs.StringVar(&o.tokensFile, "auth-tokens", "", "JSON file mapping bearer tokens to principal names; without it every caller is \"anonymous\"")
+	fs.StringVar(&o.policyDir, "policy", "", "policy directory (.rego files and data/); default: the shipped policies")
+	fs.StringVar(&o.policyData, "policy-data", "", "data file name in the policy's data/ (default demo)")
+	fs.StringVar(&o.ledger, "ledger", "memory:", "replay ledger: memory:, sqlite:/path/ledger.db or redis://host:6379/0")
+	fs.StringVar(&o.dataDir, "data", "mrtr-data", "data directory (the CRM's SQLite file, the wasm compilation cache); created on first run")
+	fs.StringVar(&o.cacheDir, "wasm-cache", "", "directory for wazero's compiled guard.wasm (default DATA/wasm-cache)")
+	fs.StringVar(&o.crm, "crm", "", "CRM database: sqlite:/path/crm.db or postgres://… (default sqlite:DATA/crm.db)")
+	fs.StringVar(&o.audience, "audience", "mrtr-wasm-demo", "audience bound into every requestState (instances sharing keys must share it)")
+	fs.DurationVar(&o.stateTTL, "state-ttl", 5*time.Minute, "how long a requestState stays valid (the policy may narrow it)")
+	fs.StringVar(&o.engine, "engine", "wasm", "guard engine: wasm (guard.wasm through wazero) or native")
+	fs.BoolVar(&o.conformance, "conformance", false, "also serve the fixture tools of the official conformance suite")
+	fs.StringVar(&o.logFormat, "log-format", "json", "log format: json or text (logs go to stderr)")
+	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	fs.DurationVar(&o.shutdown, "shutdown-timeout", 30*time.Second, "how long a shutdown waits for requests in flight")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("serve takes no arguments (got %q)", fs.Arg(0))
+	}
+	if o.cacheDir == "" {
+		o.cacheDir = filepath.Join(o.dataDir, "wasm-cache")
+	}
+	if o.engine != "wasm" && o.engine != "native" {
+		return nil, fmt.Errorf("--engine must be wasm or native")
+	}
+	return o, nil
+}
+
+// runServe is `mrtr-wasm serve`: it runs until SIGINT or SIGTERM, then
+// finishes the requests in flight.
+func runServe(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return serve(ctx, args, os.Stdin, stdout, stderr, nil)
+}
+
+// serve runs the server until ctx ends. ready, when set, gets the HTTP
+// address once the listener is up.
+func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, ready func(addr string)) int {
+	o, err := parseServe(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "mrtr-wasm serve:", err)
+		return 2
+	}
+	log, err := newLogger(stderr, o.logFormat, o.logLevel)
+	if err != nil {
+		fmt.Fprintln(stderr, "mrtr-wasm serve:", err)
+		return 2
+	}
+	if err := runServer(ctx, o, stdin, stdout, stderr, log, ready); err != nil {
+		log.Error("serve failed", "error", err.Error())
+		fmt.Fprintln(stderr, "mrtr-wasm serve:", err)
+		return 1
+	}
+	return 0
+}
+
+func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	ho := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, ho)), nil
+	case "text":
+		return slog.New(slog.NewTextHandler(w, ho)), nil
+	}
+	return nil, fmt.Errorf("--log-format must be json or text")
+}
+
+const ephemeralWarning = `
+################################################################################
+# WARNING: no keys (neither MRTR_KEYS nor --keys): using an EPHEMERAL key.      #
+# Rounds in flight will NOT survive a restart and CANNOT span instances.        #
+# For anything but a try-out: mrtr-wasm keygen > keys && serve --keys keys      #
+################################################################################
+`
+
+// loadKeys reads --keys, else MRTR_KEYS, else makes an ephemeral key and
+// says so, once and loudly.
+func loadKeys(o *serveOptions, stderr io.Writer, log *slog.Logger) (*host.Keyring, error) {
+	if o.keysFile != "" {
+		return host.LoadKeyFile(o.keysFile)
+	}
+	k, err := host.KeysFromEnv()
+	if err != nil {
+		return nil, err
+	}
+	if k != nil {
+		return k, nil
+	}
+	fmt.Fprint(stderr, ephemeralWarning)
+	log.Warn("ephemeral key: rounds will not survive a restart or span instances; set MRTR_KEYS or --keys")
+	return host.NewKeyring(), nil
+}
+
+func runServer(ctx context.Context, o *serveOptions, stdin io.Reader, stdout, stderr io.Writer, log *slog.Logger, ready func(string)) error {
+	keys, err := loadKeys(o, stderr, log)
+	if err != nil {
+		return err
+	}
+	var tokens *server.Tokens
+	if o.tokensFile != "" {
+		if tokens, err = server.LoadTokens(o.tokensFile); err != nil {
+			return err
+		}
+	} else {
+		log.Warn("no --auth-tokens: every caller is the principal \"anonymous\" and nobody can be told apart")
+	}
+	if err := os.MkdirAll(o.dataDir, 0o700); err != nil {
+		return fmt.Errorf("--data: %w", err)
+	}
+	crmSetting := o.crm
+	if crmSetting == "" {
+		crmSetting = "sqlite:" + filepath.Join(o.dataDir, "crm.db")
+	}
+	store, err := crm.Open(ctx, crmSetting)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	led, err := ledger.Open(ctx, o.ledger)
+	if err != nil {
+		return fmt.Errorf("--ledger: %w", err)
+	}
+	defer led.Close()
+
+	var popts []policy.Option
+	if o.policyData != "" {
+		popts = append(popts, policy.WithData(o.policyData))
+	}
+	var pol *policy.Engine
+	if o.policyDir != "" {
+		pol, err = policy.Load(ctx, o.policyDir, popts...)
+	} else {
+		pol, err = policy.Default(ctx, popts...)
+	}
+	if err != nil {
+		return fmt.Errorf("--policy: %w", err)
+	}
+	stopReload := pol.ReloadOnSIGHUP(ctx, func(err error) {
+		if err != nil {
+			log.Error("policy reload failed; the previous policy stays", "error", err.Error())
+		} else {
+			log.Info("policy reloaded", "revision", pol.Info().Revision)
+		}
+	})
+	defer stopReload()
+
+	engine := host.EngineWasm
+	if o.engine == "native" {
+		engine = host.EngineNative
+	}
+	base := []host.Option{
+		host.WithKeys(keys), host.WithAudience(o.audience), host.WithTTL(o.stateTTL),
+		host.WithLedger(led), host.WithEngine(engine),
+		host.WithCompilationCache(o.cacheDir),
+	}
+	base = append(base, testGuardOptions...)
+	guard, err := host.New(ctx, append(base, host.WithPolicy(pol))...)
+	if err != nil {
+		return err
+	}
+	defer guard.Close(context.Background())
+
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil && !o.stdio {
+		return fmt.Errorf("--addr: %w", err)
+	}
+	publicURL := o.publicURL
+	if publicURL == "" && ln != nil {
+		publicURL = "http://" + browserAddr(ln.Addr().String())
+	}
+
+	cfg := server.Config{
+		Guard: guard, CRM: store, Tokens: tokens, PublicURL: publicURL, Logger: log, Version: version(),
+	}
+	if o.conformance {
+		// The fixtures ask for sampling and roots, which the demo policy
+		// refuses: they get a guard with the same keys and ledger and no
+		// deployment policy.
+		fg, err := host.New(ctx, base...)
+		if err != nil {
+			return err
+		}
+		defer fg.Close(context.Background())
+		cfg.Fixtures = func(s *mcp.Server, m *server.Metrics, log *slog.Logger) { conformance.Register(s, fg, m, log) }
+	}
+	srv, err := server.New(cfg)
+	if err != nil {
+		return err
+	}
+	log.Info("mrtr-wasm serve starting",
+		"keys", len(guard.KeyIDs()), "key_ids", strings.Join(guard.KeyIDs(), ","),
+		"engine", engine.String(), "crm", store.Where, "ledger", ledgerKind(o.ledger),
+		"policy", pol.Info().Revision, "auth", tokens != nil, "conformance", o.conformance)
+
+	var hs *http.Server
+	httpDone := make(chan error, 1)
+	if ln != nil {
+		hs = &http.Server{
+			Handler:           srv.Handler(),
+			ReadHeaderTimeout: 10 * time.Second,
+			ReadTimeout:       30 * time.Second,
+			IdleTimeout:       120 * time.Second,
+			MaxHeaderBytes:    64 << 10,
+			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		}
+		go func() { httpDone <- hs.Serve(ln) }()
+		log.Info("listening", "mcp", "http://"+ln.Addr().String()+"/mcp", "public_url", publicURL)
+		if ready != nil {
+			ready(ln.Addr().String())
+		}
+	} else {
+		log.Warn("no HTTP listener: /connect pages are unavailable", "error", err.Error())
+	}
+
+	var runErr error
+	if o.stdio {
+		t := server.CheckStdio(&mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}})
+		runErr = srv.MCP().Run(ctx, t)
+		if errors.Is(runErr, context.Canceled) || errors.Is(runErr, io.EOF) {
+			runErr = nil
+		}
+	} else {
+		select {
+		case <-ctx.Done():
+		case runErr = <-httpDone:
+		}
+	}
+	if hs != nil {
+		log.Info("shutting down: finishing requests in flight", "timeout", o.shutdown.String())
+		sctx, cancel := context.WithTimeout(context.Background(), o.shutdown)
+		defer cancel()
+		if err := hs.Shutdown(sctx); err != nil {
+			log.Error("shutdown did not finish in time", "error", err.Error())
+		}
+	}
+	if errors.Is(runErr, http.ErrServerClosed) {
+		runErr = nil
+	}
+	log.Info("stopped")
+	return runErr
+}
+
+// testGuardOptions lets tests drive the real guard's clock.
+var testGuardOptions []host.Option
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+// browserAddr turns a listen address into one a browser can open.
+func browserAddr(addr string) string {
+	h, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	if ip := net.ParseIP(h); h == "" || (ip != nil && ip.IsUnspecified()) {
+		h = "127.0.0.1"
+	}
+	return net.JoinHostPort(h, p)
+}
+
+// ledgerKind names the ledger backend without its address or password.
+func ledgerKind(setting string) string {
+	k, _, _ := strings.Cut(setting, ":")
+	if k == "" {
+		return "memory"
+	}
+	return k
+}
+
+func version() string { return "0.1.0" }

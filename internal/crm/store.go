@@ -1,0 +1,343 @@
+package crm
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"database/sql"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
+)
+
+// Booking is one booked demo call.
+type Booking struct {
+	ID          string    `json:"id"`
+	Name        string    `json:"name"`
+	Email       string    `json:"email"`
+	Topic       string    `json:"topic"`
+	Slot        string    `json:"slot,omitempty"`
+	CreatedAt   time.Time `json:"created_at"`
+	Principal   string    `json:"-"`
+	OperationID string    `json:"-"`
+}
+
+// ConnectSession is a pending or finished /connect page visit: an opaque
+// id bound server-side to the principal who asked for it.
+type ConnectSession struct {
+	ID        string
+	Principal string
+	ExpiresAt time.Time
+	Completed bool
+}
+
+// Stable errors.
+var (
+	ErrNotFound  = errors.New("crm: not found")
+	ErrExpired   = errors.New("crm: the connect link has expired")
+	ErrUsed      = errors.New("crm: the connect link was already used")
+	ErrPrincipal = errors.New("crm: the connect link belongs to another principal")
+	// ErrDuplicate: a second booking for the same operation. The ledger
+	// prevents it; the unique index makes sure it can never happen.
+	ErrDuplicate = errors.New("crm: a booking for this operation already exists")
+)
+
+// Store is the CRM. It is safe for concurrent use, also by several
+// processes sharing one database.
+type Store struct {
+	db       *sql.DB
+	postgres bool
+	now      func() time.Time
+	// Where says what backs the store, without credentials (for logs).
+	Where string
+}
+
+// Open opens the CRM a setting names, creating it on first use:
+//
+//	""  or  sqlite:PATH   an embedded SQLite file (PATH may be a directory,
+//	                      then PATH/crm.db)
+//	postgres://…          PostgreSQL, shared by several instances
+//
+// Errors never repeat the setting, which may hold a password.
+func Open(ctx context.Context, setting string) (*Store, error) {
+	switch {
+	case strings.HasPrefix(setting, "postgres://"), strings.HasPrefix(setting, "postgresql://"):
+		return openPostgres(ctx, setting)
+	case setting == "" || strings.HasPrefix(setting, "sqlite:"):
+		return openSQLite(ctx, strings.TrimPrefix(setting, "sqlite:"))
+	}
+	return nil, errors.New("crm: unknown setting: want sqlite:PATH or postgres://…")
+}
+
+func openSQLite(ctx context.Context, path string) (*Store, error) {
+	if path == "" {
+		path = "crm.db"
+	}
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		path = filepath.Join(path, "crm.db")
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("crm: creating the data directory: %w", err)
+	}
+	// WAL lets readers run beside the one writer; busy_timeout makes
+	// writers queue instead of failing; NORMAL sync in WAL mode survives a
+	// crash of the process (a power cut may lose the last commits).
+	dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(ON)&_txlock=immediate"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("crm: opening %s: %w", path, err)
+	}
+	db.SetMaxOpenConns(8)
+	db.SetMaxIdleConns(8)
+	s := &Store{db: db, now: time.Now, Where: "sqlite:" + path}
+	if err := s.migrate(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	// The file holds calendar API keys: keep it private.
+	_ = os.Chmod(path, 0o600)
+	return s, nil
+}
+
+var schema = []string{
+	`CREATE TABLE IF NOT EXISTS bookings (
+		id TEXT PRIMARY KEY,
+		principal TEXT NOT NULL,
+		name TEXT NOT NULL,
+		email TEXT NOT NULL,
+		topic TEXT NOT NULL,
+		slot TEXT NOT NULL,
+		operation_id TEXT NOT NULL UNIQUE,
+		created_at TEXT NOT NULL,
+		created_ms BIGINT NOT NULL)`,
+	`CREATE INDEX IF NOT EXISTS bookings_principal ON bookings (principal, created_ms)`,
+	`CREATE TABLE IF NOT EXISTS connect_sessions (
+		id TEXT PRIMARY KEY,
+		principal TEXT NOT NULL,
+		expires_ms BIGINT NOT NULL,
+		completed_ms BIGINT)`,
+	`CREATE TABLE IF NOT EXISTS calendar_keys (
+		principal TEXT PRIMARY KEY,
+		api_key TEXT NOT NULL,
+		updated_ms BIGINT NOT NULL)`,
+}
+
+func (s *Store) migrate(ctx context.Context) error {
+	for _, q := range schema {
+		if _, err := s.db.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("crm: creating tables: %w", err)
+		}
+	}
+	return nil
+}
+
+// q rewrites ? placeholders to $n for PostgreSQL.
+func (s *Store) q(query string) string {
+	if !s.postgres {
+		return query
+	}
+	var b strings.Builder
+	n := 0
+	for _, r := range query {
+		if r == '?' {
+			n++
+			b.WriteString("$" + strconv.Itoa(n))
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// Close closes the database.
+func (s *Store) Close() error { return s.db.Close() }
+
+// Ping checks that the database answers.
+func (s *Store) Ping(ctx context.Context) error { return s.db.PingContext(ctx) }
+
+func randomID(prefix string, n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic("crm: crypto/rand failed: " + err.Error())
+	}
+	if prefix == "" {
+		return base64.RawURLEncoding.EncodeToString(b)
+	}
+	return prefix + hex.EncodeToString(b)
+}
+
+// AddBooking writes one booking for the operation and returns it with its
+// id and creation time. A second booking for the same operation id fails
+// with ErrDuplicate.
+func (s *Store) AddBooking(ctx context.Context, b Booking) (Booking, error) {
+	if b.Principal == "" || b.OperationID == "" {
+		return Booking{}, errors.New("crm: a booking needs a principal and an operation id")
+	}
+	b.ID = randomID("bk_", 8)
+	b.CreatedAt = s.now().UTC().Truncate(time.Millisecond)
+	_, err := s.db.ExecContext(ctx, s.q(`INSERT INTO bookings
+		(id, principal, name, email, topic, slot, operation_id, created_at, created_ms)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+		b.ID, b.Principal, b.Name, b.Email, b.Topic, b.Slot, b.OperationID,
+		b.CreatedAt.Format(time.RFC3339Nano), b.CreatedAt.UnixMilli())
+	if err != nil {
+		if isUniqueViolation(err) {
+			return Booking{}, ErrDuplicate
+		}
+		return Booking{}, fmt.Errorf("crm: writing the booking: %w", err)
+	}
+	return b, nil
+}
+
+func isUniqueViolation(err error) bool {
+	m := err.Error()
+	return strings.Contains(m, "UNIQUE constraint failed") || strings.Contains(m, "SQLSTATE 23505")
+}
+
+// ListBookings returns the principal's bookings, oldest first (at most
+// 1000).
+func (s *Store) ListBookings(ctx context.Context, principal string) ([]Booking, error) {
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT id, name, email, topic, slot, operation_id, created_at
+		FROM bookings WHERE principal = ? ORDER BY created_ms, id LIMIT 1000`), principal)
+	if err != nil {
+		return nil, fmt.Errorf("crm: listing bookings: %w", err)
+	}
+	defer rows.Close()
+	out := []Booking{}
+	for rows.Next() {
+		var b Booking
+		var created string
+		if err := rows.Scan(&b.ID, &b.Name, &b.Email, &b.Topic, &b.Slot, &b.OperationID, &created); err != nil {
+			return nil, fmt.Errorf("crm: listing bookings: %w", err)
+		}
+		b.Principal = principal
+		b.CreatedAt, _ = time.Parse(time.RFC3339Nano, created)
+		out = append(out, b)
+	}
+	return out, rows.Err()
+}
+
+// CountBookings counts every booking (all principals).
+func (s *Store) CountBookings(ctx context.Context) (int, error) {
+	var n int
+	err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM bookings`).Scan(&n)
+	return n, err
+}
+
+// NewConnect starts a /connect visit for principal and returns its opaque
+// id (256 random bits, so it cannot be guessed; it names nobody).
+func (s *Store) NewConnect(ctx context.Context, principal string, ttl time.Duration) (string, error) {
+	id := randomID("", 32)
+	_, err := s.db.ExecContext(ctx, s.q(`INSERT INTO connect_sessions (id, principal, expires_ms) VALUES (?, ?, ?)`),
+		id, principal, s.now().Add(ttl).UnixMilli())
+	if err != nil {
+		return "", fmt.Errorf("crm: starting a connect session: %w", err)
+	}
+	return id, nil
+}
+
+// Connect reads a connect session.
+func (s *Store) Connect(ctx context.Context, id string) (ConnectSession, error) {
+	var c ConnectSession
+	var exp int64
+	var done sql.NullInt64
+	err := s.db.QueryRowContext(ctx, s.q(`SELECT id, principal, expires_ms, completed_ms FROM connect_sessions WHERE id = ?`), id).
+		Scan(&c.ID, &c.Principal, &exp, &done)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ConnectSession{}, ErrNotFound
+	}
+	if err != nil {
+		return ConnectSession{}, fmt.Errorf("crm: reading a connect session: %w", err)
+	}
+	c.ExpiresAt = time.UnixMilli(exp)
+	c.Completed = done.Valid
+	return c, nil
+}
+
+// CompleteConnect stores principal's calendar API key and closes the
+// connect session, in one transaction. It refuses (and stores nothing) when
+// the session is unknown, expired, already used, or bound to another
+// principal: the anti-phishing rule.
+func (s *Store) CompleteConnect(ctx context.Context, id, principal, apiKey string) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("crm: %w", err)
+	}
+	defer tx.Rollback()
+	var owner string
+	var exp int64
+	var done sql.NullInt64
+	err = tx.QueryRowContext(ctx, s.q(`SELECT principal, expires_ms, completed_ms FROM connect_sessions WHERE id = ?`), id).
+		Scan(&owner, &exp, &done)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ErrNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("crm: reading a connect session: %w", err)
+	}
+	now := s.now()
+	switch {
+	case subtle.ConstantTimeCompare([]byte(owner), []byte(principal)) != 1:
+		return ErrPrincipal
+	case done.Valid:
+		return ErrUsed
+	case now.UnixMilli() > exp:
+		return ErrExpired
+	}
+	if _, err := tx.ExecContext(ctx, s.q(`UPDATE connect_sessions SET completed_ms = ? WHERE id = ? AND completed_ms IS NULL`), now.UnixMilli(), id); err != nil {
+		return fmt.Errorf("crm: closing the connect session: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO calendar_keys (principal, api_key, updated_ms) VALUES (?, ?, ?)
+		ON CONFLICT (principal) DO UPDATE SET api_key = excluded.api_key, updated_ms = excluded.updated_ms`),
+		principal, apiKey, now.UnixMilli()); err != nil {
+		return errors.New("crm: storing the calendar key failed")
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("crm: %w", err)
+	}
+	return nil
+}
+
+// HasCalendarKey reports whether principal has stored a calendar key. The
+// key itself is never returned through this package's API to callers that
+// render or log.
+func (s *Store) HasCalendarKey(ctx context.Context, principal string) (bool, error) {
+	var n int
+	err := s.db.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM calendar_keys WHERE principal = ?`), principal).Scan(&n)
+	if err != nil {
+		return false, fmt.Errorf("crm: %w", err)
+	}
+	return n > 0, nil
+}
+
+// calendarKey returns the stored key, for CalendarKeyMatches only.
+func (s *Store) calendarKey(ctx context.Context, principal string) (string, error) {
+	var k string
+	err := s.db.QueryRowContext(ctx, s.q(`SELECT api_key FROM calendar_keys WHERE principal = ?`), principal).Scan(&k)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", ErrNotFound
+	}
+	return k, err
+}
+
+// CalendarKeyMatches reports whether principal's stored key equals key,
+// in constant time (for tests and for a future "which key is this?" check)
+// without handing the stored key out.
+func (s *Store) CalendarKeyMatches(ctx context.Context, principal, key string) (bool, error) {
+	k, err := s.calendarKey(ctx, principal)
+	if errors.Is(err, ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return subtle.ConstantTimeCompare([]byte(k), []byte(key)) == 1, nil
+}

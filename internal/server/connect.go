@@ -1,0 +1,172 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"html/template"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/mrtr-wasm/mrtr-wasm/internal/crm"
+)
+
+// The /connect/{id} page takes an outside calendar's API key for the
+// principal who started connect_calendar. The anti-phishing rule (verify
+// who opens the URL; make sure it is the user who started the request; do
+// not let an edited URL change that): the id in the URL is an opaque
+// 256-bit random value that names nobody; the principal is bound to it
+// server-side; the page asks for the visitor's own bearer token and only
+// stores the key when the token's principal is the one bound to the id.
+// Editing the URL gives another session (bound to its own principal) or
+// none. Without --auth-tokens every caller is "anonymous", so there is
+// nobody to tell apart and the page says so.
+
+var connectPage = template.Must(template.New("connect").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Connect your calendar · mrtr-wasm demo CRM</title>
+<style>
+body{font-family:system-ui,sans-serif;max-width:34rem;margin:3rem auto;padding:0 1rem;color:#1d2430}
+h1{font-size:1.4rem} label{display:block;margin:1rem 0 .3rem;font-weight:600}
+input{width:100%;padding:.5rem;font-size:1rem;box-sizing:border-box}
+button{margin-top:1.2rem;padding:.6rem 1.2rem;font-size:1rem}
+.note{color:#555;font-size:.9rem} .error{color:#a00;font-weight:600} .ok{color:#060;font-weight:600}
+</style></head><body>
+<h1>Connect your calendar</h1>
+{{if .Done}}<p class="ok" id="result">{{.Done}}</p>
+{{else}}{{if .Error}}<p class="error" id="result">{{.Error}}</p>{{end}}
+{{if .Form}}<p>Your assistant asked to connect an outside calendar to the demo CRM.
+The API key you enter here goes to this server only; your assistant never sees it.</p>
+<form method="post" autocomplete="off">
+{{if .NeedToken}}<label for="token">Your access token for this server</label>
+<input id="token" name="token" type="password" required autocomplete="off">
+<p class="note">The same token your MCP client uses. It proves that you are the person who asked to connect.</p>
+{{else}}<p class="note">This server runs without authentication: everyone is “anonymous”.</p>{{end}}
+<label for="api_key">Calendar API key</label>
+<input id="api_key" name="api_key" type="password" required maxlength="512" autocomplete="off">
+<button type="submit" id="submit">Connect</button>
+</form>{{end}}{{end}}
+</body></html>
+`))
+
+type pageData struct {
+	Form      bool
+	NeedToken bool
+	Error     string
+	Done      string
+}
+
+func (s *Server) connectHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("Cache-Control", "no-store")
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("X-Frame-Options", "DENY")
+		id := strings.TrimPrefix(r.URL.Path, "/connect/")
+		if id == "" || strings.Contains(id, "/") || len(id) > 64 {
+			s.page(w, http.StatusNotFound, pageData{Error: "This link is not valid."})
+			return
+		}
+		switch r.Method {
+		case http.MethodGet, http.MethodHead:
+			s.connectGET(w, r, id)
+		case http.MethodPost:
+			s.connectPOST(w, r, id)
+		default:
+			h.Set("Allow", "GET, POST")
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		}
+	})
+}
+
+func (s *Server) page(w http.ResponseWriter, status int, d pageData) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	_ = connectPage.Execute(w, d)
+}
+
+const linkGone = "This link is not valid any more. Ask your assistant to connect the calendar again."
+
+func (s *Server) connectGET(w http.ResponseWriter, r *http.Request, id string) {
+	cs, err := s.cfg.CRM.Connect(r.Context(), id)
+	switch {
+	case errors.Is(err, crm.ErrNotFound):
+		s.page(w, http.StatusNotFound, pageData{Error: linkGone})
+	case err != nil:
+		s.page(w, http.StatusServiceUnavailable, pageData{Error: "The server could not read this link. Try again shortly."})
+	case cs.Completed:
+		s.page(w, http.StatusGone, pageData{Error: "This link was already used. If your calendar is connected, go back to your assistant and continue."})
+	case time.Now().After(cs.ExpiresAt):
+		s.page(w, http.StatusGone, pageData{Error: linkGone})
+	default:
+		s.page(w, http.StatusOK, pageData{Form: true, NeedToken: s.cfg.Tokens != nil})
+	}
+}
+
+func (s *Server) connectPOST(w http.ResponseWriter, r *http.Request, id string) {
+	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
+	if err := r.ParseForm(); err != nil {
+		s.page(w, http.StatusBadRequest, pageData{Error: "The form could not be read."})
+		return
+	}
+	needToken := s.cfg.Tokens != nil
+	form := pageData{Form: true, NeedToken: needToken}
+	// Who is this? Verify before accepting anything.
+	principal := Anonymous
+	if needToken {
+		p, ok := s.cfg.Tokens.Principal(r.PostForm.Get("token"))
+		if !ok {
+			s.connectLog(r.Context(), "unauthenticated", "")
+			form.Error = "That access token is not valid. Nothing was stored."
+			s.page(w, http.StatusUnauthorized, form)
+			return
+		}
+		principal = p
+	}
+	key := strings.TrimSpace(r.PostForm.Get("api_key"))
+	if key == "" || len(key) > 512 || strings.IndexFunc(key, func(c rune) bool { return !unicode.IsPrint(c) }) >= 0 {
+		form.Error = "Enter the calendar's API key (printable characters, at most 512)."
+		s.page(w, http.StatusBadRequest, form)
+		return
+	}
+	err := s.cfg.CRM.CompleteConnect(r.Context(), id, principal, key)
+	switch {
+	case err == nil:
+		s.connectLog(r.Context(), "connected", principal)
+		s.page(w, http.StatusOK, pageData{Done: "Your calendar is connected. Go back to your assistant and continue."})
+	case errors.Is(err, crm.ErrPrincipal):
+		// Someone else's link: the phishing case. Say so, store nothing.
+		s.connectLog(r.Context(), "wrong_principal", principal)
+		s.page(w, http.StatusForbidden, pageData{Error: "This link was started by another account, so nothing was stored. If someone sent you this link, do not use it."})
+	case errors.Is(err, crm.ErrNotFound), errors.Is(err, crm.ErrExpired):
+		s.connectLog(r.Context(), "gone", principal)
+		s.page(w, http.StatusGone, pageData{Error: linkGone})
+	case errors.Is(err, crm.ErrUsed):
+		s.connectLog(r.Context(), "used", principal)
+		s.page(w, http.StatusGone, pageData{Error: "This link was already used. Nothing more was stored."})
+	default:
+		s.connectLog(r.Context(), "error", principal)
+		form.Error = "The server could not store the key. Nothing was stored; try again shortly."
+		s.page(w, http.StatusServiceUnavailable, form)
+	}
+}
+
+// connectLog notes what happened on the page: never the key, the token
+// or the link's id.
+func (s *Server) connectLog(ctx context.Context, outcome, principal string) {
+	s.metrics.Outcomes.WithLabelValues("connect_page", outcome).Inc()
+	attrs := []slog.Attr{slog.String("page", "connect"), slog.String("outcome", outcome)}
+	if principal != "" {
+		attrs = append(attrs, slog.String("principal", principal))
+	}
+	level := slog.LevelInfo
+	if outcome != "connected" {
+		level = slog.LevelWarn
+	}
+	s.log.LogAttrs(ctx, level, "connect page", attrs...)
+}

@@ -1,0 +1,271 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/mrtr-wasm/mrtr-wasm/host"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/crm"
+)
+
+// ProtocolVersion is the only MCP revision this server speaks.
+const ProtocolVersion = "2026-07-28"
+
+// MaxBody bounds every request body on /mcp.
+const MaxBody = 1 << 20
+
+// Anonymous is every caller's principal when no bearer tokens are set.
+const Anonymous = "anonymous"
+
+// Guard is what the handlers need from *host.Guard (ask, resume, and run
+// an effect exactly once through the ledger).
+type Guard interface {
+	Ask(ctx context.Context, req *host.Request, inputs []host.InputRequest, opts ...host.AskOption) (*host.InputRequiredResult, error)
+	Resume(ctx context.Context, req *host.Request) (*host.Outcome, error)
+	Once(ctx context.Context, out *host.Outcome, effect func(context.Context) ([]byte, error)) ([]byte, bool, error)
+}
+
+// Config is everything a Server needs.
+type Config struct {
+	// Guard guards the demo tools (with the deployment's policy and ledger).
+	Guard Guard
+	CRM   *crm.Store
+	// Tokens maps bearer tokens to principals; nil means no authentication
+	// (every caller is Anonymous).
+	Tokens *Tokens
+	// PublicURL is where browsers reach this server (for /connect links),
+	// e.g. http://127.0.0.1:8080.
+	PublicURL string
+	Logger    *slog.Logger
+	// Registry receives the metrics (a fresh one when nil).
+	Registry *prometheus.Registry
+	// Fixtures, when set, registers more tools, prompts and resources (the
+	// conformance fixtures) on the same MCP server.
+	Fixtures func(s *mcp.Server, m *Metrics, log *slog.Logger)
+	// ConnectTTL bounds how long a /connect link stays usable (default 15 min).
+	ConnectTTL time.Duration
+	Version    string
+}
+
+// Server is the MCP server plus its HTTP surface.
+type Server struct {
+	cfg     Config
+	mcp     *mcp.Server
+	metrics *Metrics
+	log     *slog.Logger
+	guard   Guard
+}
+
+// New builds the server and registers the demo tools.
+func New(cfg Config) (*Server, error) {
+	if cfg.Guard == nil || cfg.CRM == nil {
+		return nil, errors.New("server: a guard and a CRM are required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Registry == nil {
+		cfg.Registry = prometheus.NewRegistry()
+	}
+	if cfg.ConnectTTL == 0 {
+		cfg.ConnectTTL = 15 * time.Minute
+	}
+	if cfg.Version == "" {
+		cfg.Version = "dev"
+	}
+	m := NewMetrics(cfg.Registry)
+	s := &Server{cfg: cfg, metrics: m, log: cfg.Logger}
+	s.guard = Instrument(cfg.Guard, m)
+	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "mrtr-wasm", Title: "mrtr-wasm demo CRM", Version: cfg.Version}, &mcp.ServerOptions{
+		Instructions:              "A demo CRM. book_demo_call books a demo call (it asks for a name, a work email and a slot); list_bookings lists your bookings; connect_calendar connects an outside calendar through a page of this server.",
+		SupportedProtocolVersions: []string{ProtocolVersion},
+		Logger:                    sdkLogger(cfg.Logger),
+	})
+	s.addDemoTools()
+	if cfg.Fixtures != nil {
+		cfg.Fixtures(s.mcp, m, cfg.Logger)
+	}
+	return s, nil
+}
+
+// MCP returns the SDK server (for stdio).
+func (s *Server) MCP() *mcp.Server { return s.mcp }
+
+// Metrics returns the server's metrics.
+func (s *Server) Metrics() *Metrics { return s.metrics }
+
+// Handler serves /mcp, /connect/, /healthz and /metrics.
+func (s *Server) Handler() http.Handler {
+	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
+		Stateless:           true,
+		JSONResponse:        true,
+		MaxRequestBodyBytes: MaxBody,
+		Logger:              sdkLogger(s.log),
+	})
+	var mcpHandler http.Handler = CheckRequests(sdk)
+	if s.cfg.Tokens != nil {
+		mcpHandler = auth.RequireBearerToken(s.cfg.Tokens.Verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(mcpHandler)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", mcpHandler)
+	mux.Handle("/connect/", s.connectHandler())
+	mux.HandleFunc("GET /healthz", s.healthz)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.cfg.Registry, promhttp.HandlerOpts{}))
+	return mux
+}
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	if err := s.cfg.CRM.Ping(ctx); err != nil {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprintln(w, `{"status":"unavailable","crm":"down"}`)
+		return
+	}
+	fmt.Fprintln(w, `{"status":"ok"}`)
+}
+
+// PrincipalOf returns the authenticated principal of a request: the
+// bearer token's principal, or Anonymous when the server has no tokens
+// (and on stdio).
+func PrincipalOf(extra *mcp.RequestExtra) string {
+	if extra != nil && extra.TokenInfo != nil && extra.TokenInfo.UserID != "" {
+		return extra.TokenInfo.UserID
+	}
+	return Anonymous
+}
+
+// HostRequest builds the guard's view of a tools/call request.
+func HostRequest(req *mcp.CallToolRequest) (*host.Request, error) {
+	p := req.Params
+	r := &host.Request{
+		Principal:    PrincipalOf(req.Extra),
+		Method:       "tools/call",
+		Target:       p.Name,
+		Arguments:    p.Arguments,
+		RequestState: p.RequestState,
+	}
+	return r, fillRetry(r, p.Meta, p.InputResponses)
+}
+
+// HostPromptRequest builds the guard's view of a prompts/get request.
+func HostPromptRequest(req *mcp.GetPromptRequest) (*host.Request, error) {
+	p := req.Params
+	args, err := json.Marshal(p.Arguments)
+	if err != nil {
+		return nil, err
+	}
+	if p.Arguments == nil {
+		args = nil
+	}
+	r := &host.Request{
+		Principal:    PrincipalOf(req.Extra),
+		Method:       "prompts/get",
+		Target:       p.Name,
+		Arguments:    args,
+		RequestState: p.RequestState,
+	}
+	return r, fillRetry(r, p.Meta, p.InputResponses)
+}
+
+func fillRetry(r *host.Request, meta mcp.Meta, responses mcp.InputResponseMap) error {
+	caps, err := json.Marshal(meta[mcp.MetaKeyClientCapabilities])
+	if err != nil {
+		return err
+	}
+	r.Capabilities = caps
+	if responses != nil {
+		b, err := json.Marshal(responses)
+		if err != nil {
+			return err
+		}
+		r.InputResponses = b
+	}
+	return nil
+}
+
+// ToInputRequests turns the guard's wire result into the SDK's typed map.
+func ToInputRequests(res *host.InputRequiredResult) (mcp.InputRequestMap, error) {
+	// The SDK cannot decode an input request without params (roots/list
+	// is sent bare): give it the empty params it means.
+	in := make(map[string]map[string]json.RawMessage, len(res.InputRequests))
+	for k, raw := range res.InputRequests {
+		var r map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &r); err != nil {
+			return nil, fmt.Errorf("server: the guard returned an unreadable input request: %w", err)
+		}
+		if _, ok := r["params"]; !ok {
+			r["params"] = json.RawMessage(`{}`)
+		}
+		in[k] = r
+	}
+	b, err := json.Marshal(in)
+	if err != nil {
+		return nil, err
+	}
+	m := mcp.InputRequestMap{}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("server: the guard returned input requests the SDK cannot carry: %w", err)
+	}
+	return m, nil
+}
+
+// InputRequired returns the CallToolResult that carries an ask.
+func InputRequired(res *host.InputRequiredResult) (*mcp.CallToolResult, error) {
+	m, err := ToInputRequests(res)
+	if err != nil {
+		return nil, err
+	}
+	return &mcp.CallToolResult{InputRequests: m, RequestState: res.RequestState}, nil
+}
+
+// RPCError maps a guard error to the JSON-RPC error the client gets: the
+// code from host.Error.JSONRPCCode, its client-safe message and data,
+// never its internal reason.
+func RPCError(err error) error {
+	if e, ok := host.AsError(err); ok {
+		return &jsonrpc.Error{Code: int64(e.JSONRPCCode()), Message: e.Message, Data: e.Data}
+	}
+	var je *jsonrpc.Error
+	if errors.As(err, &je) {
+		return je
+	}
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}
+}
+
+// Text is a complete result with one text block.
+func Text(s string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
+}
+
+// sdkLogger passes the SDK's warnings and errors on; its per-request info
+// lines (a session per stateless request) are noise.
+func sdkLogger(l *slog.Logger) *slog.Logger {
+	return slog.New(minLevel{l.Handler(), slog.LevelWarn}).With("component", "mcp-sdk")
+}
+
+type minLevel struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.min && h.Handler.Enabled(ctx, l)
+}
+func (h minLevel) WithAttrs(a []slog.Attr) slog.Handler {
+	return minLevel{h.Handler.WithAttrs(a), h.min}
+}
+func (h minLevel) WithGroup(n string) slog.Handler { return minLevel{h.Handler.WithGroup(n), h.min} }

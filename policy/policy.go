@@ -1,0 +1,293 @@
+package policy
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/rego"
+
+	"github.com/mrtr-wasm/mrtr-wasm/host"
+	"github.com/mrtr-wasm/mrtr-wasm/policies"
+)
+
+// Engine is a loaded policy. It implements host.Policy; give it to the
+// guard with host.WithPolicy. It is safe for concurrent use, and Reload
+// swaps the whole policy at once: every request sees the old policy or
+// the new one, never a mix.
+type Engine struct {
+	src      source
+	cur      atomic.Pointer[compiled]
+	reloadMu sync.Mutex
+}
+
+var _ host.Policy = (*Engine)(nil)
+
+// Load reads the policy in dir: its .rego files (not the _test.rego
+// ones) and a data file (see WithData and WithDataFile). A policy that
+// does not parse or compile, or data that does not have the documented
+// shape, fails here with the file and line: never at the first request.
+func Load(ctx context.Context, dir string, opts ...Option) (*Engine, error) {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return nil, LoadErrors{{File: dir, Msg: "cannot read the policy directory: " + pathErr(err)}}
+	}
+	if !st.IsDir() {
+		return nil, LoadErrors{{File: dir, Msg: "not a directory"}}
+	}
+	return LoadFS(ctx, os.DirFS(dir), dir, opts...)
+}
+
+// LoadFS is Load from a file system; name is how messages call it.
+func LoadFS(ctx context.Context, fsys fs.FS, name string, opts ...Option) (*Engine, error) {
+	e := &Engine{src: source{fsys: fsys, dir: name}}
+	for _, o := range opts {
+		o(&e.src)
+	}
+	c, err := e.src.load(ctx)
+	if err != nil {
+		return nil, err
+	}
+	e.cur.Store(c)
+	return e, nil
+}
+
+// Default loads the shipped policies (package policies, embedded) with
+// data/demo.json unless an option says otherwise.
+func Default(ctx context.Context, opts ...Option) (*Engine, error) {
+	return LoadFS(ctx, policies.FS, "policies", opts...)
+}
+
+// Reload reads the policy again and swaps it in whole. On any error the
+// current policy stays and the error says why.
+func (e *Engine) Reload(ctx context.Context) error {
+	e.reloadMu.Lock()
+	defer e.reloadMu.Unlock()
+	c, err := e.src.load(ctx)
+	if err != nil {
+		return err
+	}
+	e.cur.Store(c)
+	return nil
+}
+
+// Info describes the loaded policy.
+type Info struct {
+	Dir      string // the policy directory
+	DataFile string // the data file in use
+	Revision string // a digest of every file, for logs
+}
+
+// Info describes the policy in use now.
+func (e *Engine) Info() Info {
+	c := e.cur.Load()
+	return Info{Dir: e.src.dir, DataFile: c.data.name, Revision: c.revision}
+}
+
+// Data returns the data in use now (do not modify it).
+func (e *Engine) Data() *Data { return e.cur.Load().data.data }
+
+// DataLine is the line of the data file where the value at the JSON
+// pointer starts.
+func (e *Engine) DataLine(pointer string) int { return e.cur.Load().data.ix.Line(pointer) }
+
+// Decision is what the policy decided.
+type Decision struct {
+	Allow      bool     `json:"allow"`
+	Deny       []Denial `json:"deny"`
+	MaxRounds  int      `json:"max_rounds"`
+	TTLSeconds int      `json:"ttl_seconds"`
+	// Rules names the data rules that applied ("tools.NAME", "default").
+	Rules []string `json:"rules"`
+}
+
+// Denial is one reason to refuse, with a stable code (policies/README.md
+// lists them), the data rule that refused and a message for people.
+type Denial struct {
+	Code    string `json:"code"`
+	Rule    string `json:"rule"`
+	Key     string `json:"key"`
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
+
+// CodeUndecided is the denial when the policy gives no usable decision.
+const CodeUndecided = "policy.undecided"
+
+// AskInput is the policy input of an ask (policies/README.md).
+type AskInput struct {
+	Principal  string                  `json:"principal"`
+	Method     string                  `json:"method"`
+	Target     string                  `json:"target"`
+	TTLSeconds int                     `json:"ttl_seconds"`
+	MaxRounds  int                     `json:"max_rounds"`
+	Inputs     map[string]InputRequest `json:"inputs"`
+}
+
+// InputRequest is one input request as the policy sees it: the wire
+// shape, {"method", "params"}.
+type InputRequest struct {
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params,omitempty"`
+}
+
+// Ask decides whether a tool may ask what it is about to ask.
+func (e *Engine) Ask(ctx context.Context, q *host.PolicyQuery) (*host.PolicyDecision, error) {
+	d, err := e.cur.Load().decide(ctx, 'a', q)
+	if err != nil {
+		return nil, err
+	}
+	return d.Host(), nil
+}
+
+// Resume decides the round limit and TTL of a retry.
+func (e *Engine) Resume(ctx context.Context, q *host.PolicyQuery) (*host.PolicyDecision, error) {
+	d, err := e.cur.Load().decide(ctx, 'r', q)
+	if err != nil {
+		return nil, err
+	}
+	return d.Host(), nil
+}
+
+// decide evaluates a guard query on one loaded policy, through its memo.
+func (c *compiled) decide(ctx context.Context, entry byte, q *host.PolicyQuery) (*Decision, error) {
+	k := memoKey(entry, q, c.principal)
+	if d := c.memo.get(k); d != nil {
+		return d, nil
+	}
+	d, err := c.evalQuery(ctx, entry, q)
+	if err != nil {
+		return nil, err
+	}
+	c.memo.put(k, d)
+	return d, nil
+}
+
+// evalQuery evaluates a guard query without the memo.
+func (c *compiled) evalQuery(ctx context.Context, entry byte, q *host.PolicyQuery) (*Decision, error) {
+	in, err := queryInput(q, entry == 'a')
+	if err != nil {
+		return nil, err
+	}
+	pq := c.resume
+	if entry == 'a' {
+		pq = c.ask
+	}
+	return c.eval(ctx, pq, in)
+}
+
+// Eval evaluates a raw policy input (JSON, shaped as policies/README.md
+// says) at an entrypoint: AskEntrypoint or ResumeEntrypoint.
+func (e *Engine) Eval(ctx context.Context, entrypoint string, input []byte) (*Decision, error) {
+	c := e.cur.Load()
+	v, err := ast.ValueFromReader(bytesReader(input))
+	if err != nil {
+		return nil, fmt.Errorf("policy: the input is not JSON: %w", err)
+	}
+	switch entrypoint {
+	case AskEntrypoint:
+		return c.eval(ctx, c.ask, v)
+	case ResumeEntrypoint:
+		return c.eval(ctx, c.resume, v)
+	}
+	return nil, fmt.Errorf("policy: unknown entrypoint %q (want %s or %s)", entrypoint, AskEntrypoint, ResumeEntrypoint)
+}
+
+func (c *compiled) eval(ctx context.Context, pq rego.PreparedEvalQuery, in ast.Value) (*Decision, error) {
+	rs, err := pq.Eval(ctx, rego.EvalParsedInput(in))
+	if err != nil {
+		return nil, err
+	}
+	if len(rs) != 1 || len(rs[0].Expressions) != 1 {
+		return undecided("the policy gave no decision"), nil
+	}
+	return decisionFrom(rs[0].Expressions[0].Value), nil
+}
+
+func undecided(msg string) *Decision {
+	return &Decision{Deny: []Denial{{Code: CodeUndecided, Message: msg}}}
+}
+
+// decisionFrom reads the decision document. Anything not shaped as
+// documented refuses: an undefined or malformed rule never allows.
+func decisionFrom(v any) *Decision {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return undecided("the policy decision is not an object")
+	}
+	d := &Decision{Deny: []Denial{}, Rules: []string{}}
+	allow, _ := m["allow"].(bool)
+	if list, ok := m["deny"].([]any); ok {
+		for _, x := range list {
+			dm, _ := x.(map[string]any)
+			d.Deny = append(d.Deny, Denial{
+				Code:    str(dm["code"]),
+				Rule:    str(dm["rule"]),
+				Key:     str(dm["key"]),
+				Field:   str(dm["field"]),
+				Message: str(dm["message"]),
+			})
+		}
+	} else if m["deny"] != nil {
+		return undecided("the policy's deny is not a list")
+	}
+	d.MaxRounds = num(m["max_rounds"])
+	d.TTLSeconds = num(m["ttl_seconds"])
+	if list, ok := m["rules"].([]any); ok {
+		for _, x := range list {
+			d.Rules = append(d.Rules, str(x))
+		}
+	}
+	// Deny always wins, and an allow needs limits.
+	d.Allow = allow && len(d.Deny) == 0 && d.MaxRounds > 0 && d.TTLSeconds > 0
+	if !d.Allow && len(d.Deny) == 0 {
+		d.Deny = []Denial{{Code: CodeUndecided, Message: "the policy did not allow this request and gave no reason"}}
+	}
+	return d
+}
+
+func str(v any) string {
+	s, _ := v.(string)
+	return s
+}
+
+func num(v any) int {
+	switch n := v.(type) {
+	case json.Number:
+		i, err := n.Int64()
+		if err == nil && i > 0 && i <= 1<<31 {
+			return int(i)
+		}
+	case int:
+		return n
+	case int64:
+		return int(n)
+	case float64:
+		if n > 0 && n <= 1<<31 && n == float64(int(n)) {
+			return int(n)
+		}
+	}
+	return 0
+}
+
+// Host turns the decision into the guard's.
+func (d *Decision) Host() *host.PolicyDecision {
+	hd := &host.PolicyDecision{
+		Allow:     d.Allow,
+		MaxRounds: d.MaxRounds,
+		TTL:       time.Duration(d.TTLSeconds) * time.Second,
+	}
+	for _, x := range d.Deny {
+		hd.Denials = append(hd.Denials, host.PolicyDenial(x))
+	}
+	if len(d.Deny) > 0 {
+		hd.Code, hd.Rule, hd.Message = d.Deny[0].Code, d.Deny[0].Rule, d.Deny[0].Message
+	}
+	return hd
+}
