@@ -2,6 +2,7 @@ package policy
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"time"
 
@@ -40,7 +41,7 @@ func queryInput(q *host.PolicyQuery, ask bool) (ast.Value, error) {
 			}
 			req := ast.NewObject(ast.Item(kMethod, ast.StringTerm(in.Method)))
 			if len(in.Params) > 0 {
-				v, err := ast.ValueFromReader(bytes.NewReader(in.Params))
+				v, err := ast.ValueFromReader(bytes.NewReader(policyParams(in.Params)))
 				if err != nil {
 					return nil, &host.Error{Code: host.CodePolicyDenied, Message: "input request " + in.Key + " has params that are not JSON", Reason: "policy_input"}
 				}
@@ -51,4 +52,37 @@ func queryInput(q *host.PolicyQuery, ask bool) (ast.Value, error) {
 		obj.Insert(kInputs, ast.NewTerm(inputs))
 	}
 	return obj, nil
+}
+
+// policyParams is what the policy sees of an input request's params: the
+// wire params without "message" (free text) and without the properties'
+// "default"s (in a re-ask they are the user's own answers). Neither may
+// decide what a tool is allowed to ask, and user data has no business in
+// the policy engine. Because of it, the same form asked of many users is
+// one memo entry (memo.go). Params that are not an object pass unchanged
+// (the guard's lint refuses them anyway).
+func policyParams(raw json.RawMessage) []byte {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return raw
+	}
+	delete(m, "message")
+	if rs, ok := m["requestedSchema"]; ok {
+		var schema map[string]json.RawMessage
+		if json.Unmarshal(rs, &schema) == nil {
+			var props map[string]map[string]json.RawMessage
+			if json.Unmarshal(schema["properties"], &props) == nil && props != nil {
+				for _, p := range props {
+					delete(p, "default")
+				}
+				schema["properties"], _ = json.Marshal(props)
+				m["requestedSchema"], _ = json.Marshal(schema)
+			}
+		}
+	}
+	b, err := json.Marshal(m) // map keys sorted: one canonical text
+	if err != nil {
+		return raw
+	}
+	return b
 }

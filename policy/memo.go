@@ -72,7 +72,7 @@ func memoKey(entry byte, q *host.PolicyQuery, withPrincipal bool) [32]byte {
 		for _, in := range q.Inputs {
 			str(in.Key)
 			str(in.Method)
-			str(string(in.Params))
+			str(string(policyParams(in.Params)))
 		}
 	}
 	var k [32]byte
