@@ -66,7 +66,7 @@ func parseServe(args []string, stderr io.Writer) (*serveOptions, error) {
 	fs.StringVar(&o.ledger, "ledger", "memory:", "replay ledger: memory:, sqlite:/path/ledger.db or redis://host:6379/0")
 	fs.StringVar(&o.dataDir, "data", "mrtr-data", "data directory (the CRM's SQLite file, the wasm compilation cache); created on first run")
 	fs.StringVar(&o.cacheDir, "wasm-cache", "", "directory for wazero's compiled guard.wasm (default DATA/wasm-cache)")
-	fs.StringVar(&o.crm, "crm", "", "CRM database: sqlite:/path/crm.db or postgres://… (default sqlite:DATA/crm.db)")
+	fs.StringVar(&o.crm, "crm", "", "CRM database: sqlite:/path/crm.db, or postgres://USER@HOST:5432/DB?sslmode=disable for a CRM that several instances share (default sqlite:DATA/crm.db)")
 	fs.StringVar(&o.audience, "audience", "mrtr-wasm-demo", "audience bound into every requestState (instances sharing keys must share it)")
 	fs.DurationVar(&o.stateTTL, "state-ttl", 5*time.Minute, "how long a requestState stays valid (the policy may narrow it)")
 	fs.StringVar(&o.engine, "engine", "wasm", "guard engine: wasm (guard.wasm through wazero) or native")
@@ -178,11 +178,7 @@ func runServer(ctx context.Context, o *serveOptions, stdin io.Reader, stdout, st
 	if err := os.MkdirAll(o.dataDir, 0o700); err != nil {
 		return fmt.Errorf("--data: %w", err)
 	}
-	crmSetting := o.crm
-	if crmSetting == "" {
-		crmSetting = "sqlite:" + filepath.Join(o.dataDir, "crm.db")
-	}
-	store, err := crm.Open(ctx, crmSetting)
+	store, err := openCRM(ctx, o.crm, o.dataDir)
 	if err != nil {
 		return err
 	}
@@ -309,6 +305,25 @@ func runServer(ctx context.Context, o *serveOptions, stdin io.Reader, stdout, st
 	}
 	log.Info("stopped")
 	return runErr
+}
+
+// crmOpenTimeout bounds connecting to the CRM and migrating its schema at
+// start, so an unreachable PostgreSQL fails the start instead of hanging.
+const crmOpenTimeout = 30 * time.Second
+
+// openCRM opens --crm (default: SQLite in the data directory). Its errors
+// never repeat the setting, which may hold a password.
+func openCRM(ctx context.Context, setting, dataDir string) (*crm.Store, error) {
+	if setting == "" {
+		setting = "sqlite:" + filepath.Join(dataDir, "crm.db")
+	}
+	ctx, cancel := context.WithTimeout(ctx, crmOpenTimeout)
+	defer cancel()
+	store, err := crm.Open(ctx, setting)
+	if err != nil {
+		return nil, fmt.Errorf("--crm: %w", err)
+	}
+	return store, nil
 }
 
 // testGuardOptions lets tests drive the real guard's clock.

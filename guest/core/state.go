@@ -213,7 +213,8 @@ func (g *Guard) open(c *callCtx, token string) (*stateIn, *Error) {
 func (g *Guard) diagnose(c *callCtx, key *keyEntry, tb []byte) string {
 	pt, err := v4LocalDecryptUnverified(nil, &key.key, tb)
 	if err != nil {
-		return ReasonMalformed
+		// Its footer names one of our keys: an edited token of ours.
+		return ReasonTampered
 	}
 	var sp parser
 	root, perr := sp.parse(pt, stateMaxDepth)

@@ -45,8 +45,9 @@ var (
 	ErrExpired   = errors.New("crm: the connect link has expired")
 	ErrUsed      = errors.New("crm: the connect link was already used")
 	ErrPrincipal = errors.New("crm: the connect link belongs to another principal")
-	// ErrDuplicate: a second booking for the same operation. The ledger
-	// prevents it; the unique index makes sure it can never happen.
+	// ErrDuplicate: another principal's booking holds this operation id.
+	// The ledger prevents second bookings; the unique index makes sure
+	// one can never be written.
 	ErrDuplicate = errors.New("crm: a booking for this operation already exists")
 )
 
@@ -65,6 +66,8 @@ type Store struct {
 //	""  or  sqlite:PATH   an embedded SQLite file (PATH may be a directory,
 //	                      then PATH/crm.db)
 //	postgres://…          PostgreSQL, shared by several instances
+//	postgresql://…        (pgx's URL: sslmode, search_path and other
+//	                      settings go in the query)
 //
 // Errors never repeat the setting, which may hold a password.
 func Open(ctx context.Context, setting string) (*Store, error) {
@@ -90,7 +93,9 @@ func openSQLite(ctx context.Context, path string) (*Store, error) {
 	// WAL lets readers run beside the one writer; busy_timeout makes
 	// writers queue instead of failing; NORMAL sync in WAL mode survives a
 	// crash of the process (a power cut may lose the last commits).
-	dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(ON)&_txlock=immediate"
+	// busy_timeout comes first so that the other pragmas wait too when
+	// several processes open a new file at once.
+	dsn := "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(ON)&_txlock=immediate"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("crm: opening %s: %w", path, err)
@@ -107,34 +112,71 @@ func openSQLite(ctx context.Context, path string) (*Store, error) {
 	return s, nil
 }
 
-var schema = []string{
-	`CREATE TABLE IF NOT EXISTS bookings (
-		id TEXT PRIMARY KEY,
-		principal TEXT NOT NULL,
-		name TEXT NOT NULL,
-		email TEXT NOT NULL,
-		topic TEXT NOT NULL,
-		slot TEXT NOT NULL,
-		operation_id TEXT NOT NULL UNIQUE,
-		created_at TEXT NOT NULL,
-		created_ms BIGINT NOT NULL)`,
-	`CREATE INDEX IF NOT EXISTS bookings_principal ON bookings (principal, created_ms)`,
-	`CREATE TABLE IF NOT EXISTS connect_sessions (
-		id TEXT PRIMARY KEY,
-		principal TEXT NOT NULL,
-		expires_ms BIGINT NOT NULL,
-		completed_ms BIGINT)`,
-	`CREATE TABLE IF NOT EXISTS calendar_keys (
-		principal TEXT PRIMARY KEY,
-		api_key TEXT NOT NULL,
-		updated_ms BIGINT NOT NULL)`,
+// migrations are applied in order, each once, and each database records
+// how many it has in crm_schema. Every statement runs on both SQLite and
+// PostgreSQL. Append new ones; never edit one that has shipped.
+var migrations = [][]string{
+	{ // 1: the first schema (IF NOT EXISTS: databases made before crm_schema
+		// existed already have these tables).
+		`CREATE TABLE IF NOT EXISTS bookings (
+			id TEXT PRIMARY KEY,
+			principal TEXT NOT NULL,
+			name TEXT NOT NULL,
+			email TEXT NOT NULL,
+			topic TEXT NOT NULL,
+			slot TEXT NOT NULL,
+			operation_id TEXT NOT NULL UNIQUE,
+			created_at TEXT NOT NULL,
+			created_ms BIGINT NOT NULL)`,
+		`CREATE INDEX IF NOT EXISTS bookings_principal ON bookings (principal, created_ms)`,
+		`CREATE TABLE IF NOT EXISTS connect_sessions (
+			id TEXT PRIMARY KEY,
+			principal TEXT NOT NULL,
+			expires_ms BIGINT NOT NULL,
+			completed_ms BIGINT)`,
+		`CREATE TABLE IF NOT EXISTS calendar_keys (
+			principal TEXT PRIMARY KEY,
+			api_key TEXT NOT NULL,
+			updated_ms BIGINT NOT NULL)`,
+	},
 }
 
+// migrate brings the schema up to date in one transaction, which several
+// instances may run at once: SQLite's BEGIN IMMEDIATE (_txlock) and
+// PostgreSQL's advisory lock make them take turns, so the later ones find
+// the work done. A database migrated by a newer binary is left as it is.
 func (s *Store) migrate(ctx context.Context) error {
-	for _, q := range schema {
-		if _, err := s.db.ExecContext(ctx, q); err != nil {
-			return fmt.Errorf("crm: creating tables: %w", err)
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("crm: opening the database: %w", err)
+	}
+	defer tx.Rollback()
+	if s.postgres {
+		if err := lockMigrations(ctx, tx); err != nil {
+			return err
 		}
+	}
+	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS crm_schema (
+		version INTEGER PRIMARY KEY,
+		applied_ms BIGINT NOT NULL)`); err != nil {
+		return fmt.Errorf("crm: creating tables: %w", err)
+	}
+	var have int
+	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM crm_schema`).Scan(&have); err != nil {
+		return fmt.Errorf("crm: reading the schema version: %w", err)
+	}
+	for v := have; v < len(migrations); v++ {
+		for _, q := range migrations[v] {
+			if _, err := tx.ExecContext(ctx, q); err != nil {
+				return fmt.Errorf("crm: migration %d: %w", v+1, err)
+			}
+		}
+		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO crm_schema (version, applied_ms) VALUES (?, ?)`), v+1, s.now().UnixMilli()); err != nil {
+			return fmt.Errorf("crm: migration %d: %w", v+1, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("crm: creating tables: %w", err)
 	}
 	return nil
 }
@@ -175,8 +217,9 @@ func randomID(prefix string, n int) string {
 }
 
 // AddBooking writes one booking for the operation and returns it with its
-// id and creation time. A second booking for the same operation id fails
-// with ErrDuplicate.
+// id and creation time. It is idempotent per operation: a second call for
+// the same operation returns the first booking (ErrDuplicate when the
+// operation belongs to another principal).
 func (s *Store) AddBooking(ctx context.Context, b Booking) (Booking, error) {
 	if b.Principal == "" || b.OperationID == "" {
 		return Booking{}, errors.New("crm: a booking needs a principal and an operation id")
@@ -189,17 +232,41 @@ func (s *Store) AddBooking(ctx context.Context, b Booking) (Booking, error) {
 		b.ID, b.Principal, b.Name, b.Email, b.Topic, b.Slot, b.OperationID,
 		b.CreatedAt.Format(time.RFC3339Nano), b.CreatedAt.UnixMilli())
 	if err != nil {
-		if isUniqueViolation(err) {
-			return Booking{}, ErrDuplicate
+		if s.isUniqueViolation(err) {
+			// The operation was booked already (instances that do not
+			// share a ledger, or a ledger that forgot): the write is
+			// idempotent, so the existing booking is the answer.
+			return s.bookingByOperation(ctx, b.Principal, b.OperationID)
 		}
 		return Booking{}, fmt.Errorf("crm: writing the booking: %w", err)
 	}
 	return b, nil
 }
 
-func isUniqueViolation(err error) bool {
-	m := err.Error()
-	return strings.Contains(m, "UNIQUE constraint failed") || strings.Contains(m, "SQLSTATE 23505")
+// bookingByOperation returns the principal's booking for an operation, or
+// ErrDuplicate when the operation belongs to someone else.
+func (s *Store) bookingByOperation(ctx context.Context, principal, op string) (Booking, error) {
+	var b Booking
+	var created string
+	err := s.db.QueryRowContext(ctx, s.q(`SELECT id, principal, name, email, topic, slot, operation_id, created_at
+		FROM bookings WHERE operation_id = ?`), op).Scan(&b.ID, &b.Principal, &b.Name, &b.Email, &b.Topic, &b.Slot, &b.OperationID, &created)
+	if err != nil {
+		return Booking{}, fmt.Errorf("crm: reading the booking: %w", err)
+	}
+	if b.Principal != principal {
+		return Booking{}, ErrDuplicate
+	}
+	if t, perr := time.Parse(time.RFC3339Nano, created); perr == nil {
+		b.CreatedAt = t
+	}
+	return b, nil
+}
+
+func (s *Store) isUniqueViolation(err error) bool {
+	if s.postgres {
+		return pgUniqueViolation(err)
+	}
+	return strings.Contains(err.Error(), "UNIQUE constraint failed")
 }
 
 // ListBookings returns the principal's bookings, oldest first (at most
@@ -292,8 +359,17 @@ func (s *Store) CompleteConnect(ctx context.Context, id, principal, apiKey strin
 	case now.UnixMilli() > exp:
 		return ErrExpired
 	}
-	if _, err := tx.ExecContext(ctx, s.q(`UPDATE connect_sessions SET completed_ms = ? WHERE id = ? AND completed_ms IS NULL`), now.UnixMilli(), id); err != nil {
+	// The guarded UPDATE is what makes the link single-use when two
+	// submissions race (in PostgreSQL both may have read it as open): only
+	// one of them changes the row.
+	res, err := tx.ExecContext(ctx, s.q(`UPDATE connect_sessions SET completed_ms = ? WHERE id = ? AND completed_ms IS NULL`), now.UnixMilli(), id)
+	if err != nil {
 		return fmt.Errorf("crm: closing the connect session: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("crm: closing the connect session: %w", err)
+	} else if n != 1 {
+		return ErrUsed
 	}
 	if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO calendar_keys (principal, api_key, updated_ms) VALUES (?, ?, ?)
 		ON CONFLICT (principal) DO UPDATE SET api_key = excluded.api_key, updated_ms = excluded.updated_ms`),
