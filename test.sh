@@ -4,8 +4,9 @@
 # chromium if it is missing): formatting and vet, the reproducibility of
 # guard.wasm, the Go tests (the core natively and through wazero, the
 # shared vectors, Rego policies, the ledger against Redis, the MCP server),
-# the official MCP conformance suite and the connect page in Chromium.
-# Needs Redis at 127.0.0.1:6379.
+# the official MCP conformance suite, the connect page in Chromium, the
+# Node package, and guard.wasm in Deno, Bun, workerd and Chromium.
+# Needs Redis at 127.0.0.1:6379 and PostgreSQL at 127.0.0.1:5432.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -17,6 +18,10 @@ GOOS=wasip1 GOARCH=wasm go vet ./guest/...
 
 echo "== guard.wasm"
 scripts/check-wasm.sh
+if ! cmp -s wasm/guard.wasm sdk-js/guard.wasm; then
+  echo "sdk-js/guard.wasm differs from wasm/guard.wasm: run 'cd sdk-js && npm run sync-wasm'" >&2
+  exit 1
+fi
 
 echo "== npm packages for the end-to-end tests"
 (cd e2e && npm ci --no-audit --no-fund --loglevel=error)
@@ -42,3 +47,9 @@ e2e/conformance.sh
 
 echo "== the connect page in headless Chromium"
 e2e/browser.sh
+
+echo "== sdk-js (Node.js)"
+(cd sdk-js && npm ci --no-audit --no-fund --loglevel=error && npm test)
+
+echo "== one guard.wasm in Node, Deno, Bun, workerd and Chromium; the Worker example"
+runtimes/run.sh

@@ -1,0 +1,503 @@
+// The guard: the same API as the Go host (host/guard.go), over guard.wasm.
+// Portable: the platform layer (WASI, randomness) and the compiled module
+// are passed in; nothing here uses Node-only APIs.
+
+import { encode as b64encode, decode as b64decode } from './b64.js';
+import { GuardError, codes, fromWire } from './errors.js';
+import { WasmInstance } from './engine.js';
+import { revealKeys, toKeyring } from './keys.js';
+import { jsonString, jsonText } from './json.js';
+import { MemoryLedger, runOnce } from './ledger.js';
+import { RESPONSE_TEXT } from './fingerprint.js';
+import { denial } from './policy.js';
+
+const INSPECT = Symbol.for('nodejs.util.inspect.custom');
+const decoder = new TextDecoder();
+const textEncoder = new TextEncoder();
+const INTERRUPTED = `"code":"${codes.INTERRUPTED}"`;
+
+const DEFAULT_TTL = 300;
+const MAX_TTL = 86400;
+const DEFAULT_ROUNDS = 3;
+const DEFAULT_MAX_STATE = 8192;
+const DEFAULT_CALL_TIMEOUT_MS = 5000;
+
+/** Statuses of a resume. */
+export const Status = Object.freeze({
+  COMPLETE: 'complete',
+  INPUT_REQUIRED: 'input_required',
+  DECLINED: 'declined',
+  CANCELLED: 'cancelled',
+});
+
+// --- input requests ---------------------------------------------------------
+
+/**
+ * A form (elicitation/create, form mode). schema is the requestedSchema: a
+ * flat object of primitive properties.
+ */
+export function form(key, message, schema) {
+  return { key, method: 'elicitation/create', params: { mode: 'form', message, requestedSchema: schema } };
+}
+
+/** A page the server controls (elicitation/create, URL mode): the only right way to collect secrets. */
+export function url(key, message, href) {
+  return { key, method: 'elicitation/create', params: { mode: 'url', message, url: href } };
+}
+
+/** A request to the client's model (sampling/createMessage; deprecated in 2026-07-28). */
+export function sampling(key, params) {
+  return { key, method: 'sampling/createMessage', params };
+}
+
+/** A request for the client's roots (roots/list; deprecated in 2026-07-28). */
+export function roots(key) {
+  return { key, method: 'roots/list' };
+}
+
+/** Whether the request carries a requestState to resume. */
+export function isRetry(request) {
+  return typeof request?.requestState === 'string' && request.requestState !== '';
+}
+
+// --- outcome ----------------------------------------------------------------
+
+/**
+ * The guard's verdict on a retry. `answers` and `progress` are not
+ * enumerable: they hold what the user typed, so neither JSON.stringify nor
+ * util.inspect of an outcome shows them (only the answered keys).
+ */
+export class Outcome {
+  constructor(r, text) {
+    this.status = r.status;
+    this.operationId = r.operationId;
+    this.round = r.round;
+    if (r.declined) this.declined = r.declined;
+    if (r.cancelled) this.cancelled = r.cancelled;
+    if (r.status === Status.INPUT_REQUIRED) this.inputRequired = r.result;
+    Object.defineProperty(this, 'answers', { value: r.answers ?? {}, enumerable: false });
+    Object.defineProperty(this, 'progress', {
+      value: typeof r.progress === 'string' && r.progress !== '' ? b64decode(r.progress) ?? undefined : undefined,
+      enumerable: false,
+    });
+    if (text !== undefined) Object.defineProperty(this, RESPONSE_TEXT, { value: text, enumerable: false });
+  }
+
+  /** The form content accepted for key. */
+  content(key) {
+    const a = Object.hasOwn(this.answers, key) ? this.answers[key] : undefined;
+    if (a === undefined) throw new GuardError(codes.REQUEST_MALFORMED, `mrtr: no answer for ${JSON.stringify(key)}`);
+    if (!a || typeof a.content !== 'object' || a.content === null) {
+      throw new GuardError(codes.REQUEST_MALFORMED, `mrtr: the answer for ${JSON.stringify(key)} has no form content`);
+    }
+    return a.content;
+  }
+
+  [INSPECT](depth, opts, inspect) {
+    const shown = { ...this, answers: `[redacted: ${Object.keys(this.answers).join(', ') || 'none'}]` };
+    return `Outcome ${inspect(shown, opts)}`;
+  }
+}
+
+// --- the guard --------------------------------------------------------------
+
+/**
+ * Creates a guard over a compiled guard.wasm with a platform layer. Most
+ * code calls createGuard from the package's entry point instead, which
+ * supplies the Node platform and the bundled module.
+ * @param {object} platform {createWasi(), randomFill(b)}
+ * @param {WebAssembly.Module} module
+ * @param {object} options see index.d.ts, GuardOptions
+ */
+export async function createGuardWith(platform, module, options = {}) {
+  const g = new Guard(platform, module, options);
+  await g.setKeys(options.keys);
+  return g;
+}
+
+class Guard {
+  #platform;
+  #module;
+  #audience;
+  #ttl;
+  #maxRounds;
+  #maxState;
+  #poolSize;
+  #callTimeout;
+  #memoryLimit;
+  #clock;
+  #randomFill;
+  #policy;
+  #ledger;
+  #conf = '';
+  #keyIds = [];
+  #gen = 0;
+  #ready = [];
+  #spawning = null;
+  #closed = false;
+  #onceDefaults;
+  #testHooks;
+
+  constructor(platform, module, o) {
+    if (o === null || typeof o !== 'object') throw new GuardError(codes.CONFIG_INVALID, 'mrtr: createGuard needs options');
+    this.#platform = platform;
+    this.#module = module;
+    this.#audience = o.audience ?? 'mrtr-wasm';
+    if (typeof this.#audience !== 'string' || this.#audience === '') {
+      throw new GuardError(codes.CONFIG_INVALID, 'mrtr: audience must be a non-empty string');
+    }
+    this.#ttl = o.ttl ?? DEFAULT_TTL;
+    if (!Number.isInteger(this.#ttl) || this.#ttl < 1 || this.#ttl > MAX_TTL) {
+      throw new GuardError(codes.CONFIG_INVALID, `mrtr: TTL ${this.#ttl} is outside 1..86400 seconds`);
+    }
+    this.#maxRounds = o.maxRounds ?? DEFAULT_ROUNDS;
+    this.#maxState = o.maxStateSize ?? DEFAULT_MAX_STATE;
+    this.#poolSize = Math.max(1, o.poolSize ?? 1);
+    this.#callTimeout = o.callTimeout ?? DEFAULT_CALL_TIMEOUT_MS;
+    this.#memoryLimit = o.memoryLimit ?? 0;
+    this.#clock = o.clock ?? Date.now;
+    this.#randomFill = o.random ?? ((b) => platform.randomFill(b));
+    this.#policy = o.policy;
+    this.#ledger = o.ledger ?? new MemoryLedger();
+    this.#testHooks = o.testHooks === true;
+    this.#onceDefaults = {};
+    for (const k of ['leaseMs', 'waitMs', 'marginMs', 'ledgerTimeoutMs']) if (o[k] !== undefined) this.#onceDefaults[k] = o[k];
+  }
+
+  /** PASERK ids (k4.lid) of the keys, primary first: safe to log. */
+  get keyIds() {
+    return [...this.#keyIds];
+  }
+
+  get audience() {
+    return this.#audience;
+  }
+
+  /** The ledger once() uses. */
+  get ledger() {
+    return this.#ledger;
+  }
+
+  /**
+   * Replaces the keys. The configuration is proven on a fresh instance
+   * before it is used; a call sees the old keys or the new, never a mix.
+   */
+  async setKeys(keys) {
+    const ring = toKeyring(keys);
+    const ks = revealKeys(ring);
+    const conf =
+      `{"v":1,"op":"configure","keys":[${ks.map((k) => JSON.stringify(k)).join(',')}],` +
+      `"audience":${JSON.stringify(this.#audience)},"ttl":${this.#ttl},"maxRounds":${jsonInt('maxRounds', this.#maxRounds, codes.CONFIG_INVALID)},` +
+      `"maxState":${jsonInt('maxStateSize', this.#maxState, codes.CONFIG_INVALID)}}`;
+    const inst = await this.#newInstance();
+    const r = configure(inst, conf);
+    if (!r.ok) throw fromWire(r.error);
+    this.#conf = conf;
+    this.#keyIds = r.keyIds ?? [];
+    inst.gen = ++this.#gen;
+    this.#ready.push(inst);
+    while (this.#ready.length > this.#poolSize) this.#ready.shift();
+  }
+
+  async #newInstance() {
+    try {
+      return await WasmInstance.create(this.#module, this.#platform, { memoryLimitMiB: this.#memoryLimit });
+    } catch (e) {
+      throw new GuardError(codes.UNAVAILABLE, 'could not start a guard instance');
+    }
+  }
+
+  // #instance returns a ready, configured instance. Calls into the module
+  // are synchronous, so one instance serves every call of this thread; the
+  // pool keeps spares so that replacing a failed instance costs no wait.
+  async #instance() {
+    let inst = this.#ready[this.#ready.length - 1];
+    if (!inst) {
+      this.#spawning ??= this.#newInstance().finally(() => {
+        this.#spawning = null;
+      });
+      const fresh = await this.#spawning;
+      if (this.#closed) throw closedError();
+      if (!this.#ready.includes(fresh)) this.#ready.push(fresh);
+      inst = this.#ready[this.#ready.length - 1];
+    }
+    if (inst.gen !== this.#gen) {
+      let r;
+      try {
+        r = configure(inst, this.#conf);
+      } catch {
+        r = null;
+      }
+      if (!r?.ok) {
+        this.#discard(inst);
+        throw new GuardError(codes.UNAVAILABLE, 'could not configure a guard instance');
+      }
+      inst.gen = this.#gen;
+    }
+    return inst;
+  }
+
+  #discard(inst) {
+    const i = this.#ready.indexOf(inst);
+    if (i >= 0) this.#ready.splice(i, 1);
+    if (!this.#closed && this.#poolSize > 1) this.#refill();
+  }
+
+  #refill() {
+    if (this.#spawning) return;
+    this.#spawning = this.#newInstance()
+      .then((inst) => {
+        if (!this.#closed && this.#ready.length < this.#poolSize) this.#ready.unshift(inst);
+        return inst;
+      })
+      .catch(() => null)
+      .finally(() => {
+        this.#spawning = null;
+      });
+  }
+
+  // #call runs one envelope and returns the parsed response; a failed
+  // response becomes a GuardError.
+  async #call(env, signal) {
+    if (this.#closed) throw closedError();
+    if (signal?.aborted) throw new GuardError(codes.UNAVAILABLE, 'guard call not started: aborted');
+    const inst = await this.#instance();
+    if (this.#closed) throw closedError();
+    let text;
+    try {
+      text = decoder.decode(inst.call(env, this.#callTimeout, signal));
+    } catch {
+      // A trap or a WASI exit leaves the instance unusable: replace it
+      // and keep serving.
+      this.#discard(inst);
+      throw new GuardError(codes.INTERNAL, 'the guard module failed; its instance was replaced');
+    }
+    if (text.slice(0, 96).includes(INTERRUPTED)) {
+      // Stopped at a checkpoint: discard the instance all the same, so a
+      // call that ran over never leaves anything behind.
+      this.#discard(inst);
+      throw new GuardError(codes.UNAVAILABLE, 'guard call stopped: deadline exceeded or cancelled');
+    }
+    let r;
+    try {
+      r = JSON.parse(text);
+    } catch {
+      throw new GuardError(codes.INTERNAL, 'the guard module returned an unreadable response');
+    }
+    if (!r.ok) throw fromWire(r.error);
+    Object.defineProperty(r, RESPONSE_TEXT, { value: text, enumerable: false });
+    return r;
+  }
+
+  // #envelope builds the common fields of ask, resume and open exactly as
+  // host/guard.go does: the host's clock in Unix ms and 48 fresh random
+  // bytes, then the bindings; raw JSON is checked to be one value.
+  #envelope(op, req) {
+    if (req === null || typeof req !== 'object') throw new GuardError(codes.REQUEST_MALFORMED, 'the request must be an object');
+    let env = `{"v":1,"op":"${op}","now":${Math.trunc(this.#clock())}`;
+    if (op !== 'open') {
+      const rnd = new Uint8Array(48);
+      this.#randomFill(rnd);
+      env += `,"rand":"${b64encode(rnd)}"`;
+    }
+    env += `,"principal":${jsonString('principal', req.principal)},"method":${jsonString('method', req.method)},"target":${jsonString('target', req.target)}`;
+    const args = jsonText('arguments', req.arguments);
+    if (args !== undefined) env += `,"arguments":${args}`;
+    const caps = jsonText('capabilities', req.capabilities);
+    if (caps !== undefined) env += `,"capabilities":${caps}`;
+    if (op !== 'ask') {
+      if (op === 'resume') {
+        const resp = jsonText('inputResponses', req.inputResponses, codes.RESPONSES_MALFORMED);
+        if (resp !== undefined) env += `,"inputResponses":${resp}`;
+      }
+      env += `,"requestState":${jsonString('requestState', req.requestState)}`;
+    }
+    return env;
+  }
+
+  /**
+   * Seals a new requestState and returns the InputRequiredResult to send.
+   * Every input request is linted first: a form that asks for a secret, a
+   * schema outside the form subset or a mode the client did not declare is
+   * refused with a GuardError.
+   */
+  async ask(request, inputs = [], options = {}) {
+    if (!Array.isArray(inputs)) throw new GuardError(codes.REQUEST_MALFORMED, 'inputs must be an array of input requests');
+    let ttl = options.ttl ?? 0;
+    let maxRounds = options.maxRounds ?? 0;
+    if (this.#policy) {
+      const d = await this.#consult('ask', request, inputs);
+      if (d.ttl > 0 && (ttl === 0 || d.ttl < ttl)) ttl = d.ttl;
+      if (d.maxRounds > 0 && (maxRounds === 0 || d.maxRounds < maxRounds)) maxRounds = d.maxRounds;
+    }
+    let env = this.#envelope('ask', request);
+    env += ',"inputRequests":{';
+    inputs.forEach((inp, i) => {
+      if (inp === null || typeof inp !== 'object') throw new GuardError(codes.REQUEST_MALFORMED, 'an input request must be an object');
+      if (i > 0) env += ',';
+      env += `${jsonString('input request key', inp.key)}:{"method":${jsonString('input request method', inp.method)}`;
+      const p = jsonText('params', inp.params);
+      if (p !== undefined) env += `,"params":${p}`;
+      env += '}';
+    });
+    env += '}';
+    if (options.progress !== undefined) {
+      const b = typeof options.progress === 'string' ? textEncoder.encode(options.progress) : options.progress;
+      if (!(b instanceof Uint8Array)) throw new GuardError(codes.REQUEST_MALFORMED, 'progress must be bytes or a string');
+      if (b.length > 0) env += `,"progress":"${b64encode(b)}"`;
+    }
+    if (ttl > 0) env += `,"ttl":${jsonInt('ttl', ttl)}`;
+    if (maxRounds > 0) env += `,"maxRounds":${jsonInt('maxRounds', maxRounds)}`;
+    const a = options.after;
+    if (a !== undefined) {
+      if (!a || a.status !== Status.COMPLETE) throw new GuardError(codes.REQUEST_MALFORMED, 'after needs a complete outcome');
+      env += `,"after":{"operationId":${jsonString('operationId', a.operationId)},"round":${jsonInt('round', a.round)},"answers":${jsonText('answers', a.answers ?? {})}}`;
+    }
+    env += '}';
+    const r = await this.#call(env, options.signal);
+    return r.result;
+  }
+
+  /**
+   * Checks a retry: opens the requestState (bound to the principal, method,
+   * target, arguments and audience), validates every answer against the
+   * schema that was asked and says what happened. An invalid, tampered or
+   * expired state is a GuardError with code mrtr.state.invalid (JSON-RPC
+   * -32602) and a reason for logs.
+   */
+  async resume(request, options = {}) {
+    if (!isRetry(request)) throw new GuardError(codes.REQUEST_MALFORMED, 'resume needs the requestState the client echoed');
+    let maxRounds = options.maxRounds ?? 0;
+    if (this.#policy) {
+      // A refusal on resume leaves no further rounds (host/policy.go
+      // policyRounds): the answers in hand still count.
+      let n;
+      try {
+        n = (await this.#consult('resume', request)).maxRounds;
+      } catch {
+        n = 1;
+      }
+      if (n > 0) maxRounds = n;
+    }
+    let env = this.#envelope('resume', request);
+    if (maxRounds > 0) env += `,"maxRounds":${jsonInt('maxRounds', maxRounds)}`;
+    if (options.ttl > 0) env += `,"ttl":${jsonInt('ttl', options.ttl)}`;
+    env += '}';
+    const r = await this.#call(env, options.signal);
+    return new Outcome(r, r.status === Status.COMPLETE ? r[RESPONSE_TEXT] : undefined);
+  }
+
+  /** Checks a requestState as resume does and reports its shape, never its answers. */
+  async open(request, options = {}) {
+    const r = await this.#call(this.#envelope('open', request) + '}', options.signal);
+    delete r.v;
+    delete r.ok;
+    return r;
+  }
+
+  /** Lints an input request without asking: the same checks ask runs. */
+  async lint(inputRequest) {
+    if (inputRequest === null || typeof inputRequest !== 'object') throw new GuardError(codes.REQUEST_MALFORMED, 'an input request must be an object');
+    let env = `{"v":1,"op":"lint","request":{"method":${jsonString('method', inputRequest.method)}`;
+    const p = jsonText('params', inputRequest.params);
+    if (p !== undefined) env += `,"params":${p}`;
+    return (await this.#call(env + '}}')).findings;
+  }
+
+  /** Lints a bare requestedSchema. */
+  async lintSchema(schema) {
+    const s = jsonText('schema', schema);
+    if (s === undefined) throw new GuardError(codes.JSON_SYNTAX, 'schema is not valid JSON');
+    return (await this.#call(`{"v":1,"op":"lint","schema":${s}}`)).findings;
+  }
+
+  /**
+   * Runs a side effect at most once per logical request (see ledger.js):
+   * the first complete retry runs effect and stores its result; a replay of
+   * the same answers gets the stored result with replay: true; other
+   * answers under the same operation id are a conflict.
+   */
+  async once(outcome, effect, options = {}) {
+    return runOnce(options.ledger ?? this.#ledger, outcome, effect, { ttlSeconds: this.#ttl, ...this.#onceDefaults, ...options });
+  }
+
+  /** The module's own view of its entropy, clock and memory (guard_stats). */
+  async stats() {
+    if (this.#closed) throw closedError();
+    const inst = await this.#instance();
+    return inst.stats();
+  }
+
+  // #consult asks the policy and turns a refusal into the Go host's error
+  // (host/policy.go denied).
+  async #consult(phase, request, inputs) {
+    const q = {
+      principal: request?.principal,
+      method: request?.method,
+      target: request?.target,
+      ttl: this.#ttl,
+      maxRounds: this.#maxRounds,
+    };
+    if (phase === 'ask') q.inputs = inputs;
+    let d;
+    try {
+      d = await (phase === 'ask' ? this.#policy.ask(q) : this.#policy.resume(q));
+    } catch (e) {
+      if (GuardError.is(e, codes.POLICY_DENIED)) throw e;
+      // The evaluation error may quote the request: keep it out.
+      throw new GuardError(codes.POLICY_DENIED, 'policy evaluation failed', { reason: 'policy_error' });
+    }
+    if (d && d.allow && !(d.denials?.length > 0) && !d.code) return d;
+    let first = { code: 'policy.undecided', rule: '', message: 'the policy does not allow this request' };
+    let all = d?.denials ?? [];
+    if (d) {
+      if (d.code || d.message) first = { code: d.code ?? '', rule: d.rule ?? '', message: d.message || 'the policy does not allow this request' };
+      else if (all.length > 0) first = all[0];
+    }
+    if (all.length === 0) all = [first];
+    let message = `${first.message} (${first.code}`;
+    let reason = first.code;
+    if (first.rule) {
+      message += `, rule ${first.rule}`;
+      reason += ` (${first.rule})`;
+    }
+    throw new GuardError(codes.POLICY_DENIED, message + ')', { reason, data: { policy: denial(first), denials: all.map(denial) } });
+  }
+
+  /** Stops every instance; calls after close fail with mrtr.host.unavailable. */
+  async close() {
+    this.#closed = true;
+    this.#ready = [];
+  }
+
+  toString() {
+    return `Guard(audience ${JSON.stringify(this.#audience)}, ${this.#keyIds.length} keys redacted)`;
+  }
+
+  toJSON() {
+    return { audience: this.#audience, keyIds: this.keyIds };
+  }
+
+  [INSPECT]() {
+    return this.toString();
+  }
+
+  /** @internal test hook: the instance in use (trap and memory tests); only with the testHooks option. */
+  [Symbol.for('mrtr-wasm.test.instance')]() {
+    if (!this.#testHooks) throw new TypeError('mrtr: test hooks are off');
+    return this.#ready[this.#ready.length - 1];
+  }
+}
+
+function configure(inst, conf) {
+  return JSON.parse(decoder.decode(inst.call(conf)));
+}
+
+function closedError() {
+  return new GuardError(codes.UNAVAILABLE, 'the guard is closed');
+}
+
+function jsonInt(name, n, code = codes.REQUEST_MALFORMED) {
+  if (!Number.isSafeInteger(n)) throw new GuardError(code, `${name} must be an integer`);
+  return String(n);
+}

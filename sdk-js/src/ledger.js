@@ -1,0 +1,351 @@
+// Exactly once: the ledger behind guard.once(). A complete outcome carries
+// an operation id (sealed in the state, the same in every round of one
+// logical request). The first claim of that id runs the side effect and
+// stores its result; a replay with the same answers gets the stored result;
+// other answers under the same id are a conflict; concurrent duplicates
+// wait for the first, within a bound. The store layout and semantics are
+// those of the Go ledger (ledger/ledger.go), so Node and Go servers can
+// share one Redis.
+
+import { GuardError, codes } from './errors.js';
+import { RESPONSE_TEXT, fingerprintInput, rawMember } from './fingerprint.js';
+
+/** Claim statuses, as the Go ledger names them. */
+export const ClaimStatus = Object.freeze({
+  ACQUIRED: 'acquired',
+  IN_PROGRESS: 'in_progress',
+  FINISHED: 'finished',
+  CONFLICT: 'conflict',
+});
+
+/** Finish found the operation held or finished by another claim. */
+export class LedgerLostError extends Error {
+  constructor() {
+    super('ledger: the claim was lost: another claim holds or finished the operation');
+    this.name = 'LedgerLostError';
+  }
+}
+
+const MAX_OP = 256;
+const TOKEN_LEN = 32;
+
+function checkOp(op) {
+  if (typeof op !== 'string' || op === '' || op.length > MAX_OP) throw new Error('ledger: bad operation id or token');
+}
+
+function checkToken(token) {
+  if (typeof token !== 'string' || token.length !== TOKEN_LEN) throw new Error('ledger: bad operation id or token');
+}
+
+function hex(bytes) {
+  let s = '';
+  for (const b of bytes) s += b.toString(16).padStart(2, '0');
+  return s;
+}
+
+/** A claim token: 16 random bytes in hex. */
+export function newToken() {
+  const b = new Uint8Array(TOKEN_LEN / 2);
+  globalThis.crypto.getRandomValues(b);
+  return hex(b);
+}
+
+// --- the fingerprint of the answers ----------------------------------------
+
+/**
+ * RFC 8785 canonical JSON: object members sorted by UTF-16 code units,
+ * numbers and strings as ECMAScript serialises them.
+ */
+export function canonicalJSON(v) {
+  if (v === null || typeof v !== 'object') {
+    const s = JSON.stringify(v);
+    if (s === undefined) throw new TypeError('canonicalJSON: not a JSON value');
+    return s;
+  }
+  if (Array.isArray(v)) return '[' + v.map(canonicalJSON).join(',') + ']';
+  const keys = Object.keys(v).filter((k) => v[k] !== undefined).sort();
+  return '{' + keys.map((k) => JSON.stringify(k) + ':' + canonicalJSON(v[k])).join(',') + '}';
+}
+
+/**
+ * The fingerprint an operation is claimed with (64 hex): the Go host's
+ * (host/once.go answersFingerprint), so Node and Go agree on "the same
+ * answers". Takes an Outcome from guard.resume (it hashes the answers as
+ * the guest wrote them), the guest's answers JSON text, or an answers
+ * object (serialised with JSON.stringify first).
+ */
+export async function fingerprint(x) {
+  let text;
+  if (typeof x === 'string') text = x;
+  else if (x && typeof x === 'object' && typeof x[RESPONSE_TEXT] === 'string') text = rawMember(x[RESPONSE_TEXT], 'answers') ?? '{}';
+  else if (x && typeof x === 'object' && 'status' in x && 'answers' in x) text = JSON.stringify(x.answers ?? {});
+  else text = JSON.stringify(x ?? {});
+  const d = await globalThis.crypto.subtle.digest('SHA-256', fingerprintInput(text));
+  return hex(new Uint8Array(d));
+}
+
+// --- once ----------------------------------------------------------------
+
+// The Go host's defaults (host/once.go).
+const DEFAULT_WAIT_MS = 2_000;
+const DEFAULT_LEASE_MS = 30_000;
+const DEFAULT_MARGIN_MS = 60_000;
+const DEFAULT_LEDGER_TIMEOUT_MS = 1_000;
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+class LedgerTimeout extends Error {}
+
+// Each ledger call is bounded: one that runs over fails closed.
+function bounded(p, ms) {
+  let t;
+  return Promise.race([
+    p,
+    new Promise((_, reject) => {
+      t = setTimeout(() => reject(new LedgerTimeout('ledger call timed out')), ms);
+    }),
+  ]).finally(() => clearTimeout(t));
+}
+
+// ledgerDown is the fail-closed answer: nothing ran, retry later. The
+// cause goes into reason as a class only (a store's error text may name
+// hosts or hold data).
+function ledgerDown(err) {
+  const m = String(err?.message ?? '');
+  let reason = 'error';
+  if (err instanceof LedgerTimeout) reason = 'timeout';
+  else if (m.includes('ledger: full')) reason = 'full';
+  else if (m.includes('ledger: closed')) reason = 'closed';
+  else if (m.includes('bad operation id')) reason = 'bad_operation';
+  return new GuardError(codes.LEDGER_UNAVAILABLE, 'the replay ledger is unavailable: nothing was done; retry later', { reason });
+}
+
+/**
+ * Runs effect at most once for the outcome's operation, with the Go
+ * host's semantics (host/once.go Guard.Once).
+ * @param {object} ledger
+ * @param {object} outcome a complete outcome from guard.resume
+ * @param {(ctx: {operationId: string, signal: AbortSignal}) => unknown} effect
+ * @param {{ttlSeconds: number, ttl?: number, leaseMs?: number, waitMs?: number, marginMs?: number, ledgerTimeoutMs?: number}} o
+ */
+export async function runOnce(ledger, outcome, effect, o) {
+  if (!outcome || outcome.status !== 'complete' || !outcome.operationId) {
+    throw new GuardError(codes.NOT_COMPLETE, 'Once needs a complete outcome: act only when every answer is in');
+  }
+  if (typeof effect !== 'function') throw new GuardError(codes.INTERNAL, 'Once needs an effect');
+  const op = outcome.operationId;
+  const lease = o.leaseMs ?? DEFAULT_LEASE_MS;
+  const timeout = o.ledgerTimeoutMs ?? DEFAULT_LEDGER_TIMEOUT_MS;
+  // Finished operations are remembered for the state's lifetime plus a
+  // margin for clock skew between instances.
+  const ttlMs = (o.ttl ?? o.ttlSeconds) * 1000 + (o.marginMs ?? DEFAULT_MARGIN_MS);
+  const fp = await fingerprint(outcome);
+  const deadline = performance.now() + (o.waitMs ?? DEFAULT_WAIT_MS);
+  for (let pause = 1; ; pause = Math.min(pause * 2, 50)) {
+    const start = performance.now();
+    let c;
+    try {
+      c = await bounded(ledger.claim(op, fp, lease), timeout);
+    } catch (e) {
+      throw ledgerDown(e);
+    }
+    switch (c?.status) {
+      case ClaimStatus.ACQUIRED:
+        return runClaimed(ledger, op, fp, c.token, start, lease, timeout, ttlMs, effect);
+      case ClaimStatus.FINISHED:
+        return { result: decodeResult(c.result), replay: true, operationId: op, recorded: true };
+      case ClaimStatus.CONFLICT:
+        throw new GuardError(codes.CONFLICT, 'this request was already carried out with other answers');
+      case ClaimStatus.IN_PROGRESS:
+        break;
+      default:
+        throw new GuardError(codes.INTERNAL, 'the ledger answered an unknown status');
+    }
+    const left = deadline - performance.now();
+    if (left <= 0) throw new GuardError(codes.IN_PROGRESS, 'this request is being carried out; retry shortly');
+    await sleep(Math.min(pause, left));
+  }
+}
+
+async function runClaimed(ledger, op, fp, token, start, lease, timeout, ttlMs, effect) {
+  // The effect's signal aborts when the claim's lease ends: an effect that
+  // honours it cannot still run when another instance may take over.
+  const ac = new AbortController();
+  const timer = setTimeout(() => ac.abort(new Error('the claim\'s lease ended')), Math.max(0, start + lease - performance.now()));
+  let value;
+  try {
+    value = await effect({ operationId: op, signal: ac.signal });
+  } catch (err) {
+    // A failed effect frees the operation, so the user can try again.
+    try {
+      await bounded(ledger.release(op, token), timeout);
+    } catch {
+      // The lease expires by itself.
+    }
+    throw err;
+  } finally {
+    clearTimeout(timer);
+  }
+  const text = JSON.stringify(value === undefined ? null : value);
+  const result = JSON.parse(text);
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await bounded(ledger.finish(op, token, fp, text, ttlMs), timeout);
+      return { result, replay: false, operationId: op, recorded: true };
+    } catch (e) {
+      if (e instanceof LedgerLostError) {
+        // The effect happened: answer with its result, and say why it
+        // may not be the only run.
+        return { result, replay: false, operationId: op, recorded: false, reason: 'lease_lost' };
+      }
+      if (attempt < 2) {
+        await sleep(10 << (2 * attempt));
+        continue;
+      }
+      return { result, replay: false, operationId: op, recorded: false, reason: 'not_recorded' };
+    }
+  }
+}
+
+// Results are JSON text (what a Node effect returns, serialised). A result
+// another runtime stored that is not JSON comes back as a string.
+function decodeResult(r) {
+  const t = typeof r === 'string' ? r : new TextDecoder().decode(r);
+  try {
+    return JSON.parse(t);
+  } catch {
+    return t;
+  }
+}
+
+// --- the memory ledger ----------------------------------------------------
+
+/**
+ * An in-process ledger, bounded in entries (default 100000) and time. Full,
+ * it refuses new claims rather than forget finished operations.
+ */
+export class MemoryLedger {
+  #max;
+  #entries = new Map();
+  #heap = []; // [expires, op], a binary min-heap on expires
+  #closed = false;
+
+  constructor({ maxEntries = 100_000 } = {}) {
+    this.#max = maxEntries;
+  }
+
+  #live(op, now) {
+    const e = this.#entries.get(op);
+    return e && now < e.expires ? e : undefined;
+  }
+
+  #set(op, e) {
+    this.#entries.set(op, e);
+    heapPush(this.#heap, [e.expires, op]);
+    if (this.#heap.length > 2 * this.#entries.size + 1024) {
+      this.#heap = [...this.#entries].map(([k, v]) => [v.expires, k]).sort((a, b) => a[0] - b[0]);
+    }
+  }
+
+  #sweep(now) {
+    const h = this.#heap;
+    while (h.length > 0 && h[0][0] <= now) {
+      const [, op] = heapPop(h);
+      const e = this.#entries.get(op);
+      if (e && e.expires <= now) this.#entries.delete(op);
+    }
+  }
+
+  #check() {
+    if (this.#closed) throw new Error('ledger: closed');
+  }
+
+  async claim(op, fp, leaseMs) {
+    checkOp(op);
+    this.#check();
+    const now = Date.now();
+    this.#sweep(now);
+    const e = this.#live(op, now);
+    if (e) {
+      if (e.fp !== fp) return { status: ClaimStatus.CONFLICT };
+      if (e.done) return { status: ClaimStatus.FINISHED, result: e.result };
+      return { status: ClaimStatus.IN_PROGRESS };
+    }
+    if (!this.#entries.has(op) && this.#entries.size >= this.#max) throw new Error('ledger: full: too many live operations');
+    const token = newToken();
+    this.#set(op, { done: false, token, fp, expires: now + leaseMs });
+    return { status: ClaimStatus.ACQUIRED, token };
+  }
+
+  async finish(op, token, fp, result, ttlMs) {
+    checkOp(op);
+    checkToken(token);
+    this.#check();
+    const now = Date.now();
+    const e = this.#live(op, now);
+    if (e && e.token !== token) throw new LedgerLostError();
+    if (!e && !this.#entries.has(op) && this.#entries.size >= this.#max) {
+      this.#sweep(now);
+      if (this.#entries.size >= this.#max) throw new Error('ledger: full: too many live operations');
+    }
+    this.#set(op, { done: true, token, fp, result, expires: now + ttlMs });
+  }
+
+  async release(op, token) {
+    checkOp(op);
+    this.#check();
+    const e = this.#entries.get(op);
+    if (e && !e.done && e.token === token) this.#entries.delete(op);
+  }
+
+  async get(op) {
+    checkOp(op);
+    this.#check();
+    const e = this.#live(op, Date.now());
+    if (!e) return { state: 'absent' };
+    return e.done ? { state: 'done', fingerprint: e.fp, result: e.result } : { state: 'pending', fingerprint: e.fp };
+  }
+
+  /** Live entries. */
+  get size() {
+    this.#sweep(Date.now());
+    return this.#entries.size;
+  }
+
+  async close() {
+    this.#closed = true;
+    this.#entries.clear();
+    this.#heap = [];
+  }
+}
+
+function heapPush(h, item) {
+  h.push(item);
+  let i = h.length - 1;
+  while (i > 0) {
+    const p = (i - 1) >> 1;
+    if (h[p][0] <= h[i][0]) break;
+    [h[p], h[i]] = [h[i], h[p]];
+    i = p;
+  }
+}
+
+function heapPop(h) {
+  const top = h[0];
+  const last = h.pop();
+  if (h.length > 0) {
+    h[0] = last;
+    let i = 0;
+    for (;;) {
+      const l = 2 * i + 1;
+      const r = l + 1;
+      let m = i;
+      if (l < h.length && h[l][0] < h[m][0]) m = l;
+      if (r < h.length && h[r][0] < h[m][0]) m = r;
+      if (m === i) break;
+      [h[m], h[i]] = [h[i], h[m]];
+      i = m;
+    }
+  }
+  return top;
+}

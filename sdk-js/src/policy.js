@@ -1,0 +1,263 @@
+// Policies in Node: the OPA Wasm bundle that `mrtr-wasm policy build`
+// writes (the Go policy package's WriteBundle: /policy.wasm with the
+// entrypoints mrtr/ask/decision and mrtr/resume/decision, /data.json with
+// the data file at mrtr.config), evaluated with @open-policy-agent/opa-wasm.
+// The decision is read exactly as the Go host reads it (policy/policy.go
+// decisionFrom): anything not shaped as documented refuses. Portable: it
+// uses DecompressionStream and WebAssembly only.
+
+import { GuardError, codes } from './errors.js';
+import { isRawJSON, jsonText } from './json.js';
+import { codegenRefused } from './platform.js';
+
+export const ASK_ENTRYPOINT = 'mrtr/ask/decision';
+export const RESUME_ENTRYPOINT = 'mrtr/resume/decision';
+export const CODE_UNDECIDED = 'policy.undecided';
+
+// The opa-wasm module: its Node entry exports loadPolicy, its browser ESM
+// build (dist/opa-wasm-browser.esm.js) a default object that has it.
+async function opaWasm(given) {
+  let m = given;
+  if (m === undefined) {
+    try {
+      m = await import('@open-policy-agent/opa-wasm');
+    } catch {
+      throw new GuardError(codes.CONFIG_INVALID, 'mrtr: policies need @open-policy-agent/opa-wasm: npm install @open-policy-agent/opa-wasm');
+    }
+  }
+  const loadPolicy = m?.loadPolicy ?? m?.default?.loadPolicy;
+  if (typeof loadPolicy !== 'function') throw new GuardError(codes.CONFIG_INVALID, 'mrtr: options.opa must be the @open-policy-agent/opa-wasm module');
+  return { loadPolicy };
+}
+
+async function gunzip(bytes) {
+  const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'));
+  return new Uint8Array(await new Response(stream).arrayBuffer());
+}
+
+// The files of a tar archive (ustar; PAX and GNU long names as Go's
+// archive/tar writes them).
+function untar(b) {
+  const files = new Map();
+  const dec = new TextDecoder();
+  const str = (o, n) => {
+    const s = dec.decode(b.subarray(o, o + n));
+    const z = s.indexOf('\0');
+    return z < 0 ? s : s.slice(0, z);
+  };
+  let longName = null;
+  for (let o = 0; o + 512 <= b.length; ) {
+    if (b.subarray(o, o + 512).every((x) => x === 0)) break;
+    let name = str(o, 100);
+    const size = parseInt(str(o + 124, 12).trim() || '0', 8);
+    const type = String.fromCharCode(b[o + 156] || 0x30);
+    const prefix = str(o + 345, 155);
+    if (prefix) name = `${prefix}/${name}`;
+    const body = b.subarray(o + 512, o + 512 + size);
+    o += 512 + Math.ceil(size / 512) * 512;
+    if (type === 'x') {
+      const m = /(?:^|\n)\d+ path=([^\n]*)\n/.exec(dec.decode(body));
+      if (m) longName = m[1];
+      continue;
+    }
+    if (type === 'L') {
+      longName = dec.decode(body).replace(/\0.*$/s, '');
+      continue;
+    }
+    if (type === '0' || type === '\0') files.set('/' + (longName ?? name).replace(/^\/+/, ''), body);
+    longName = null;
+  }
+  return files;
+}
+
+function str(v) {
+  return typeof v === 'string' ? v : '';
+}
+
+// A positive integer up to 2^31, else 0 (policy/policy.go num).
+function num(v) {
+  return Number.isInteger(v) && v > 0 && v <= 2 ** 31 ? v : 0;
+}
+
+function undecided(message) {
+  return { allow: false, deny: [{ code: CODE_UNDECIDED, rule: '', key: '', field: '', message }], max_rounds: 0, ttl_seconds: 0, rules: [] };
+}
+
+/**
+ * The decision document as the Go policy package reads it: deny always
+ * wins, and an allow needs limits.
+ */
+export function decisionFrom(v) {
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) return undecided('the policy decision is not an object');
+  const d = { allow: false, deny: [], max_rounds: 0, ttl_seconds: 0, rules: [] };
+  if (Array.isArray(v.deny)) {
+    for (const x of v.deny) {
+      const m = x && typeof x === 'object' ? x : {};
+      d.deny.push({ code: str(m.code), rule: str(m.rule), key: str(m.key), field: str(m.field), message: str(m.message) });
+    }
+  } else if (v.deny !== undefined && v.deny !== null) {
+    return undecided("the policy's deny is not a list");
+  }
+  d.max_rounds = num(v.max_rounds);
+  d.ttl_seconds = num(v.ttl_seconds);
+  if (Array.isArray(v.rules)) d.rules = v.rules.map(str);
+  d.allow = v.allow === true && d.deny.length === 0 && d.max_rounds > 0 && d.ttl_seconds > 0;
+  if (!d.allow && d.deny.length === 0) {
+    d.deny = [{ code: CODE_UNDECIDED, rule: '', key: '', field: '', message: 'the policy did not allow this request and gave no reason' }];
+  }
+  return d;
+}
+
+// The host's view of a decision (policy/policy.go Decision.Host).
+function hostDecision(d) {
+  const h = { allow: d.allow, maxRounds: d.max_rounds, ttl: d.ttl_seconds, denials: d.deny.map(denial) };
+  if (d.deny.length > 0) Object.assign(h, { code: d.deny[0].code, rule: d.deny[0].rule, message: d.deny[0].message });
+  return h;
+}
+
+// A denial as host.PolicyDenial marshals it (key and field omitted when empty).
+export function denial(x) {
+  const o = { code: x.code ?? '', rule: x.rule ?? '' };
+  if (x.key) o.key = x.key;
+  if (x.field) o.field = x.field;
+  o.message = x.message ?? '';
+  return o;
+}
+
+// The policy input of a guard query (policy/input.go queryInput).
+export function queryInput(q, ask) {
+  const input = {
+    principal: q.principal,
+    method: q.method,
+    target: q.target,
+    ttl_seconds: Math.trunc(q.ttl ?? 0),
+    max_rounds: Math.trunc(q.maxRounds ?? 0),
+  };
+  if (ask) {
+    const inputs = {};
+    for (const inp of q.inputs ?? []) {
+      if (Object.hasOwn(inputs, inp.key)) {
+        throw new GuardError(codes.POLICY_DENIED, `input request key ${inp.key} is used twice`, { reason: 'policy_input' });
+      }
+      const req = { method: inp.method };
+      if (inp.params !== undefined) {
+        try {
+          req.params = policyParams(isRawJSON(inp.params) ? JSON.parse(jsonText('params', inp.params)) : inp.params);
+        } catch {
+          throw new GuardError(codes.POLICY_DENIED, `input request ${inp.key} has params that are not JSON`, { reason: 'policy_input' });
+        }
+      }
+      inputs[inp.key] = req;
+    }
+    input.inputs = inputs;
+  }
+  return input;
+}
+
+// What the policy sees of an input request's params (policy/input.go
+// policyParams): the wire params without "message" (free text) and without
+// the properties' "default"s (in a re-ask, the user's own answers). Neither
+// may decide what a tool is allowed to ask, user data has no business in
+// the policy engine, and it lets one decision serve every user of a form.
+function policyParams(params) {
+  if (!params || typeof params !== 'object' || Array.isArray(params)) return params;
+  const { message: _message, ...rest } = params;
+  const rs = rest.requestedSchema;
+  if (rs && typeof rs === 'object' && !Array.isArray(rs) && rs.properties && typeof rs.properties === 'object') {
+    const props = {};
+    for (const [name, prop] of Object.entries(rs.properties)) {
+      if (prop && typeof prop === 'object' && !Array.isArray(prop)) {
+        const { default: _default, ...keep } = prop;
+        props[name] = keep;
+      } else {
+        props[name] = prop;
+      }
+    }
+    rest.requestedSchema = { ...rs, properties: props };
+  }
+  return rest;
+}
+
+// A policy is a pure function of its input (the Go loader allows no clock,
+// network or random builtins), so decisions are memoised per loaded data,
+// as the Go policy package does: the same form asked again costs a lookup.
+const MEMO_MAX = 4096;
+
+/**
+ * A policy from an OPA Wasm bundle (tar.gz bytes) or its parts.
+ * @param {Uint8Array | ArrayBuffer | {wasm: Uint8Array | WebAssembly.Module, data?: unknown}} bundle
+ * @param {{data?: unknown, opa?: object}} [options] data: a data file's document, used as mrtr.config instead of the
+ *   bundle's; opa: the @open-policy-agent/opa-wasm module, where it cannot be imported by name
+ */
+export async function policyFromBundle(bundle, options = {}) {
+  let wasm;
+  let data;
+  if (bundle instanceof Uint8Array || bundle instanceof ArrayBuffer) {
+    const files = untar(await gunzip(bundle));
+    wasm = files.get('/policy.wasm');
+    if (!wasm) throw new GuardError(codes.CONFIG_INVALID, 'mrtr: the policy bundle has no /policy.wasm (build it with `mrtr-wasm policy build`)');
+    const dj = files.get('/data.json');
+    data = dj ? JSON.parse(new TextDecoder().decode(dj)) : {};
+  } else {
+    wasm = bundle.wasm;
+    data = bundle.data ?? {};
+  }
+  if (options.data !== undefined) data = { ...data, mrtr: { ...(data.mrtr ?? {}), config: options.data } };
+  const { loadPolicy } = await opaWasm(options.opa);
+  let opa;
+  try {
+    opa = await loadPolicy(wasm);
+  } catch (e) {
+    if (!codegenRefused(e)) throw e;
+    throw new GuardError(
+      codes.CONFIG_INVALID,
+      'mrtr: this runtime compiles no WebAssembly at run time (Cloudflare Workers): pass the bundle as { wasm, data }, with policy.wasm imported as a module',
+    );
+  }
+  for (const e of [ASK_ENTRYPOINT, RESUME_ENTRYPOINT]) {
+    if (!Object.hasOwn(opa.entrypoints, e)) throw new GuardError(codes.CONFIG_INVALID, `mrtr: the policy bundle has no entrypoint ${e}`);
+  }
+  opa.setData(data);
+
+  // raw returns the entrypoint's decision document as the policy wrote it
+  // (undefined when it gave none); evaluate reads it as the Go policy
+  // package does.
+  function raw(entrypoint, input) {
+    const rs = opa.evaluate(input, entrypoint);
+    if (!Array.isArray(rs) || rs.length !== 1 || !rs[0] || !('result' in rs[0])) return undefined;
+    return rs[0].result;
+  }
+  function evaluate(entrypoint, input) {
+    const r = raw(entrypoint, input);
+    return r === undefined ? undecided('the policy gave no decision') : decisionFrom(r);
+  }
+  let memo = new Map();
+  function decide(entrypoint, input) {
+    const k = entrypoint + '\n' + JSON.stringify(input);
+    let d = memo.get(k);
+    if (d === undefined) {
+      d = hostDecision(evaluate(entrypoint, input));
+      if (memo.size >= MEMO_MAX) memo.delete(memo.keys().next().value);
+      memo.set(k, d);
+    }
+    return structuredClone(d);
+  }
+
+  return {
+    entrypoints: Object.keys(opa.entrypoints),
+    raw,
+    evaluate,
+    /** Replaces the data file (the document at mrtr.config). */
+    setData(config) {
+      data = { ...data, mrtr: { ...(data.mrtr ?? {}), config } };
+      opa.setData(data);
+      memo = new Map();
+    },
+    ask(q) {
+      return decide(ASK_ENTRYPOINT, queryInput(q, true));
+    },
+    resume(q) {
+      return decide(RESUME_ENTRYPOINT, queryInput(q, false));
+    },
+  };
+}

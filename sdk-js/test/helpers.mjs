@@ -1,0 +1,121 @@
+// Shared helpers for the tests.
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createClient } from 'redis';
+
+export const sdkDir = fileURLToPath(new URL('..', import.meta.url));
+export const repoDir = fileURLToPath(new URL('../..', import.meta.url));
+export const vectorsDir = join(repoDir, 'testdata', 'vectors');
+
+// The PASETO v4 test key 707172…8f, as the Go vectors use it.
+export const keyA = 'k4.local.' + Buffer.from(Array.from({ length: 32 }, (_, i) => 0x70 + i)).toString('base64url');
+
+export const contactSchema = {
+  type: 'object',
+  properties: {
+    name: { type: 'string', title: 'Your name', minLength: 1 },
+    email: { type: 'string', title: 'Work email', format: 'email' },
+  },
+  required: ['name', 'email'],
+};
+
+export function baseRequest(over = {}) {
+  return {
+    principal: 'alice',
+    method: 'tools/call',
+    target: 'book_demo_call',
+    arguments: { topic: 'pricing' },
+    capabilities: { elicitation: { form: {}, url: {} } },
+    ...over,
+  };
+}
+
+/** The request bytes of a vector case (host/vectors_gen_test.go vecCase.bytes). */
+export function caseBytes(c) {
+  if (c.requestBase64) return new Uint8Array(Buffer.from(c.requestBase64, 'base64'));
+  if (c.requestRepeat) {
+    const r = c.requestRepeat;
+    return r.prefix + r.fill.repeat(r.count) + r.suffix;
+  }
+  return c.request ?? '';
+}
+
+export function vectorFiles() {
+  return readdirSync(vectorsDir)
+    .filter((f) => f.endsWith('.json'))
+    .sort()
+    .map((f) => ({ name: f, file: JSON.parse(readFileSync(join(vectorsDir, f), 'utf8')) }));
+}
+
+let goHelper;
+let goCache;
+
+/** JSON text to pass to the Go helper byte for byte (inside runGo's input). */
+export function goRaw(text) {
+  return { __goRaw: text };
+}
+
+function goInput(input) {
+  const raws = [];
+  const s = JSON.stringify(input, (k, v) => {
+    if (v && typeof v === 'object' && typeof v.__goRaw === 'string') {
+      raws.push(v.__goRaw);
+      return `\u0000raw${raws.length - 1}\u0000`;
+    }
+    return v;
+  });
+  return s.replace(/"\\u0000raw(\d+)\\u0000"/g, (_, i) => raws[Number(i)]);
+}
+
+/** Runs the Go helper (test/gohelper) with one input document; returns its results. */
+export function runGo(input) {
+  if (!goHelper) {
+    const dir = mkdtempSync(join(tmpdir(), 'mrtr-gohelper-'));
+    goHelper = join(dir, 'gohelper');
+    goCache = join(dir, 'wazero-cache');
+    process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
+    execFileSync('go', ['build', '-o', goHelper, './sdk-js/test/gohelper'], { cwd: repoDir, stdio: ['ignore', 'inherit', 'inherit'] });
+  }
+  const r = spawnSync(goHelper, [], {
+    input: goInput(input),
+    encoding: 'utf8',
+    maxBuffer: 64 << 20,
+    env: { ...process.env, MRTR_GOHELPER_CACHE: goCache },
+  });
+  if (r.status !== 0) throw new Error(`gohelper failed (${r.status}): ${r.stderr}`);
+  return JSON.parse(r.stdout);
+}
+
+/**
+ * Builds the policy bundle with the project's CLI, as
+ * testdata/policy/cases.json says: `mrtr-wasm policy build policies -o FILE`.
+ */
+export function buildPolicyBundle(out) {
+  const dir = mkdtempSync(join(tmpdir(), 'mrtr-cli-'));
+  try {
+    const cli = join(dir, 'mrtr-wasm');
+    execFileSync('go', ['build', '-o', cli, './cmd/mrtr-wasm'], { cwd: repoDir, stdio: ['ignore', 'inherit', 'inherit'] });
+    return execFileSync(cli, ['policy', 'build', 'policies', '-o', out], { cwd: repoDir, encoding: 'utf8' });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+export const REDIS_URL = 'redis://127.0.0.1:6379';
+
+/** A node-redis client on the test Redis; fails fast (no endless reconnects) when it does not answer. */
+export async function connectRedis() {
+  const c = createClient({
+    url: REDIS_URL,
+    socket: {
+      connectTimeout: 2000,
+      reconnectStrategy: (retries) => (retries >= 3 ? new Error('the tests need Redis at 127.0.0.1:6379, and it does not answer') : 200),
+    },
+  });
+  c.on('error', () => {});
+  await c.connect();
+  return c;
+}
