@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -198,7 +199,7 @@ func BenchmarkResumeTampered(b *testing.B) {
 func BenchmarkResumeParallel(b *testing.B) {
 	for _, eng := range benchEngines {
 		b.Run(eng.String(), func(b *testing.B) {
-			g := benchGuard(b, eng, WithPoolSize(0)) // GOMAXPROCS
+			g := benchGuard(b, eng, WithPoolSize(runtime.GOMAXPROCS(0)))
 			req := askedRequest(b, g, validAnswer)
 			ctx := context.Background()
 			// Warm every instance of the pool.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"github.com/mrtr-wasm/mrtr-wasm/guest/core"
@@ -95,13 +96,11 @@ func newWasmEngine(ctx context.Context, cfg *config) (*wasmEngine, error) {
 	if maxMiB == 0 {
 		maxMiB = defaultMaxMiB
 	}
-	// Capacity from max: the host reserves the whole limit once (untouched
-	// pages cost nothing), so memory.grow never copies linear memory.
-	// Copying on every grow made the first thousands of calls 3x slower.
+	// Linear memory comes from memoryAllocator (memory_linux.go), which
+	// reserves the limit once so that growing never copies.
 	rc := wazero.NewRuntimeConfigCompiler().
 		WithCloseOnContextDone(false).
-		WithMemoryLimitPages(maxMiB * 16).
-		WithMemoryCapacityFromMax(true)
+		WithMemoryLimitPages(maxMiB * 16)
 	e := &wasmEngine{memoryLimit: cfg.memoryLimitMiB, rand: cfg.wasiRand}
 	if cfg.cacheDir != "" {
 		c, err := wazero.NewCompilationCacheWithDir(cfg.cacheDir)
@@ -158,7 +157,7 @@ func (e *wasmEngine) newInstance(ctx context.Context) (instance, error) {
 		// goes nowhere.
 		WithStderr(io.Discard).
 		WithStdout(io.Discard)
-	m, err := e.rt.InstantiateModule(ctx, e.mod, mc)
+	m, err := e.rt.InstantiateModule(experimental.WithMemoryAllocator(ctx, memoryAllocator), e.mod, mc)
 	if err != nil {
 		return nil, fmt.Errorf("mrtr: starting guard.wasm: %w", err)
 	}
