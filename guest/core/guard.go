@@ -51,7 +51,8 @@ type Guard struct {
 	keys       []keyEntry // keys[0] is the primary
 	interrupt  func() bool
 
-	forms map[string]*formEntry
+	forms    map[string]*formEntry // by schema text without defaults
+	formsRaw map[string]*formEntry // by exact schema text (default-free only)
 
 	p   parser // the request envelope
 	sp  parser // a state payload
@@ -70,7 +71,7 @@ type keyEntry struct {
 // New returns an unconfigured guard. Every operation but "lint",
 // "paseto.seal" and "paseto.open" needs a "configure" call first.
 func New() *Guard {
-	return &Guard{forms: make(map[string]*formEntry)}
+	return &Guard{forms: make(map[string]*formEntry), formsRaw: make(map[string]*formEntry)}
 }
 
 // SetInterrupt installs the host's "should I stop?" check. The core asks
@@ -101,6 +102,7 @@ func (g *Guard) Call(in []byte) (out []byte) {
 		if r := recover(); r != nil {
 			// The panic value may hold request data: it is dropped.
 			g.forms = make(map[string]*formEntry)
+			g.formsRaw = make(map[string]*formEntry)
 			g.p = parser{interrupt: g.interrupt}
 			g.sp = parser{interrupt: g.interrupt}
 			out = g.fail(newError(CodeInternal, "internal error in the guard core"))

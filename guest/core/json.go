@@ -94,10 +94,17 @@ func (p *parser) reset(src []byte, maxDepth int) {
 
 // parse parses one whole JSON document and returns the root node index.
 func (p *parser) parse(src []byte, maxDepth int) (int32, *Error) {
-	p.reset(src, maxDepth)
 	if !utf8.Valid(src) {
+		p.reset(nil, maxDepth)
 		return -1, newError(CodeInvalidUTF8, "the JSON text is not valid UTF-8")
 	}
+	return p.parseValid(src, maxDepth)
+}
+
+// parseValid parses a document known to be valid UTF-8: a state payload
+// the core wrote itself and whose MAC was just verified.
+func (p *parser) parseValid(src []byte, maxDepth int) (int32, *Error) {
+	p.reset(src, maxDepth)
 	root, err := p.value(0)
 	if err != nil {
 		return -1, err

@@ -239,7 +239,7 @@ func (g *Guard) diagnose(c *callCtx, key *keyEntry, tb []byte) string {
 
 func (g *Guard) readPayload(pt []byte) (*stateIn, *Error) {
 	sp := &g.sp
-	root, err := sp.parse(pt, stateMaxDepth)
+	root, err := sp.parseValid(pt, stateMaxDepth) // authenticated: written by us
 	if err == errInterrupted {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
 	"strconv"
@@ -30,10 +31,17 @@ func (e *formEntry) prop(name string) *formProp {
 }
 
 func (g *Guard) formFor(p *parser, schema int32) *formEntry {
+	// Fast path: the schema exactly as written (a sealed state holds the
+	// compact text the core wrote), looked up without allocating.
+	raw := p.raw(schema)
+	if e := g.formsRaw[string(raw)]; e != nil {
+		return e
+	}
 	// Keyed without defaults: a re-ask pre-fills defaults from the user's
 	// answers, and must not cost a compile or a cache slot per user.
 	key := string(appendSchemaKey(p, g.tok[:0], schema))
 	if e := g.forms[key]; e != nil {
+		g.rememberRaw(raw, e)
 		return e
 	}
 	e := &formEntry{}
@@ -57,7 +65,21 @@ func (g *Guard) formFor(p *parser, schema int32) *formEntry {
 		clear(g.forms)
 	}
 	g.forms[key] = e
+	g.rememberRaw(raw, e)
 	return e
+}
+
+// rememberRaw indexes an entry by a schema's exact text too. Only
+// default-free texts are kept: those with defaults are re-asks that carry
+// a user's answers.
+func (g *Guard) rememberRaw(raw []byte, e *formEntry) {
+	if len(raw) > 4096 || bytes.Contains(raw, []byte(`"default"`)) {
+		return
+	}
+	if len(g.formsRaw) >= maxSchemaCache {
+		clear(g.formsRaw)
+	}
+	g.formsRaw[string(raw)] = e
 }
 
 // appendSchemaKey appends the schema compactly with every property's
