@@ -47,8 +47,9 @@ func (m *memo) put(k [32]byte, d *Decision) {
 }
 
 // memoKey digests everything of q the policy can see (the principal only
-// when the policy reads it).
-func memoKey(entry byte, q *host.PolicyQuery, withPrincipal bool) [32]byte {
+// when the policy reads it). With reduced unset it digests the params as
+// sent, a cheaper key that only an identical query hits.
+func memoKey(entry byte, q *host.PolicyQuery, withPrincipal, reduced bool) [32]byte {
 	h := sha256.New()
 	var b [8]byte
 	str := func(s string) {
@@ -57,6 +58,9 @@ func memoKey(entry byte, q *host.PolicyQuery, withPrincipal bool) [32]byte {
 		h.Write([]byte(s))
 	}
 	h.Write([]byte{entry})
+	if reduced {
+		h.Write([]byte{'r'})
+	}
 	str(q.Method)
 	str(q.Target)
 	if withPrincipal {
@@ -72,7 +76,11 @@ func memoKey(entry byte, q *host.PolicyQuery, withPrincipal bool) [32]byte {
 		for _, in := range q.Inputs {
 			str(in.Key)
 			str(in.Method)
-			str(string(policyParams(in.Params)))
+			if reduced {
+				str(string(policyParams(in.Params)))
+			} else {
+				str(string(in.Params))
+			}
 		}
 	}
 	var k [32]byte

@@ -157,8 +157,16 @@ func (e *Engine) Resume(ctx context.Context, q *host.PolicyQuery) (*host.PolicyD
 
 // decide evaluates a guard query on one loaded policy, through its memo.
 func (c *compiled) decide(ctx context.Context, entry byte, q *host.PolicyQuery) (*Decision, error) {
-	k := memoKey(entry, q, c.principal)
+	// The exact query first (a hash, no JSON work); then the query as the
+	// policy sees it (without messages and defaults), shared by every user
+	// of a form.
+	exact := memoKey(entry, q, c.principal, false)
+	if d := c.memo.get(exact); d != nil {
+		return d, nil
+	}
+	k := memoKey(entry, q, c.principal, true)
 	if d := c.memo.get(k); d != nil {
+		c.memo.put(exact, d)
 		return d, nil
 	}
 	d, err := c.evalQuery(ctx, entry, q)
@@ -166,6 +174,7 @@ func (c *compiled) decide(ctx context.Context, entry byte, q *host.PolicyQuery) 
 		return nil, err
 	}
 	c.memo.put(k, d)
+	c.memo.put(exact, d)
 	return d, nil
 }
 
