@@ -38,9 +38,13 @@ go test -race -count=1 ./host -run '^Test(API|Pool|Key|ParseKeys|GenerateKey|Sch
 go test -race -count=1 ./ledger
 
 echo "== fuzz smoke (the seed corpora also run in go test)"
+fuzzlog=$(mktemp)
 for t in FuzzCall FuzzOpen FuzzResume FuzzLint FuzzCanonical; do
-  go test ./guest/core -run XXX -fuzz "^$t\$" -fuzztime "${FUZZTIME:-10s}" -fuzzminimizetime 5s >/dev/null
+  if ! go test ./guest/core -run XXX -fuzz "^$t\$" -fuzztime "${FUZZTIME:-10s}" -fuzzminimizetime 5s >"$fuzzlog" 2>&1; then
+    echo "$t failed:" >&2; tail -n 60 "$fuzzlog" >&2; rm -f "$fuzzlog"; exit 1
+  fi
 done
+rm -f "$fuzzlog"
 
 echo "== MCP conformance suite (14 input-required-result scenarios)"
 e2e/conformance.sh
