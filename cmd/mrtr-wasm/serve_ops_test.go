@@ -24,20 +24,8 @@ func TestServeFinishesRequestsInFlight(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	addr := make(chan string, 1)
-	done := make(chan int, 1)
 	logs := &syncBuffer{}
-	args := []string{"--addr", "127.0.0.1:0", "--auth-tokens", tokens, "--data", filepath.Join(dir, "data"),
-		"--wasm-cache", sharedCache, "--log-format", "json"}
-	go func() { done <- serve(ctx, args, nil, io.Discard, logs, func(a string) { addr <- a }) }()
-	var base string
-	select {
-	case base = <-addr:
-	case code := <-done:
-		t.Fatalf("serve exited with %d:\n%s", code, logs)
-	case <-time.After(3 * time.Minute):
-		t.Fatal("serve did not start")
-	}
+	base, done := startRaw(t, ctx, logs, "--auth-tokens", tokens, "--data", filepath.Join(dir, "data"))
 
 	body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}},"name":"list_bookings","arguments":{}}}`
 	conn, err := net.Dial("tcp", base)
@@ -96,22 +84,8 @@ func TestServeEphemeralKeyWarningAndOps(t *testing.T) {
 	t.Setenv("MRTR_KEYS", "")
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
-	addr := make(chan string, 1)
-	done := make(chan int, 1)
-	logs := &syncBuffer{}
 	stderr := &syncBuffer{}
-	args := []string{"--addr", "127.0.0.1:0", "--data", filepath.Join(dir, "data"), "--wasm-cache", sharedCache, "--log-format", "json"}
-	go func() {
-		done <- serve(ctx, args, nil, io.Discard, io.MultiWriter(logs, stderr), func(a string) { addr <- a })
-	}()
-	var base string
-	select {
-	case base = <-addr:
-	case code := <-done:
-		t.Fatalf("serve exited with %d:\n%s", code, logs)
-	case <-time.After(3 * time.Minute):
-		t.Fatal("serve did not start")
-	}
+	base, done := startRaw(t, ctx, stderr, "--data", filepath.Join(dir, "data"))
 	defer func() {
 		cancel()
 		<-done
@@ -145,4 +119,23 @@ func TestServeEphemeralKeyWarningAndOps(t *testing.T) {
 			t.Errorf("GET %s: %d, want %q in:\n%.400s", path, resp.StatusCode, want, b)
 		}
 	}
+}
+
+// startRaw runs serve in this process until ctx ends and returns its
+// address and the channel that gets its exit code.
+func startRaw(t *testing.T, ctx context.Context, stderr *syncBuffer, extra ...string) (string, chan int) {
+	t.Helper()
+	addr := make(chan string, 1)
+	done := make(chan int, 1)
+	args := append([]string{"--addr", "127.0.0.1:0", "--wasm-cache", sharedCache, "--log-format", "json"}, extra...)
+	go func() { done <- serve(ctx, args, nil, io.Discard, stderr, func(a string) { addr <- a }) }()
+	select {
+	case base := <-addr:
+		return base, done
+	case code := <-done:
+		t.Fatalf("serve exited with %d:\n%s", code, stderr)
+	case <-time.After(3 * time.Minute):
+		t.Fatal("serve did not start")
+	}
+	return "", nil
 }

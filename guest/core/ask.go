@@ -36,13 +36,18 @@ func appendPending(dst []byte, pr *pending) []byte {
 	return dst
 }
 
-func (g *Guard) askOp(root int32) *Error {
+// beginCall checks the configuration and reads the call's bindings.
+func (g *Guard) beginCall(root int32, c *callCtx, needRand bool) *Error {
 	if !g.configured {
 		return newError(CodeNotConfigured, "the guard has no keys: configure it first")
 	}
+	return g.readCall(root, c, needRand)
+}
+
+func (g *Guard) askOp(root int32) *Error {
 	p := &g.p
 	var c callCtx
-	if err := g.readCall(root, &c, true); err != nil {
+	if err := g.beginCall(root, &c, true); err != nil {
 		return err
 	}
 	reqs := p.get(root, "inputRequests")

@@ -8,12 +8,9 @@ type answer struct {
 }
 
 func (g *Guard) resumeOp(root int32) *Error {
-	if !g.configured {
-		return newError(CodeNotConfigured, "the guard has no keys: configure it first")
-	}
 	p := &g.p
 	var c callCtx
-	if err := g.readCall(root, &c, true); err != nil {
+	if err := g.beginCall(root, &c, true); err != nil {
 		return err
 	}
 	token, ok := p.string(p.get(root, "requestState"))
@@ -363,12 +360,9 @@ func validRootsResult(p *parser, r int32) bool {
 // openOp opens a state without resuming, for tooling and test vectors. It
 // reports the state's shape, never its answers.
 func (g *Guard) openOp(root int32) *Error {
-	if !g.configured {
-		return newError(CodeNotConfigured, "the guard has no keys: configure it first")
-	}
 	p := &g.p
 	var c callCtx
-	if err := g.readCall(root, &c, false); err != nil {
+	if err := g.beginCall(root, &c, false); err != nil {
 		return err
 	}
 	token, _ := p.string(p.get(root, "requestState"))
