@@ -118,7 +118,26 @@ func sqliteHelper(path string) {
 // shuffled orders. Every operation must be acquired exactly once, and
 // every replay must carry the winner's result.
 func TestSQLiteTwoProcesses(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "shared.db")
+	// Exactly-once is checked on every attempt; that the two processes
+	// really contended (both won some claims) depends on scheduling, so an
+	// attempt in which one process ran alone is repeated, at most 3 times.
+	for attempt := 1; ; attempt++ {
+		byProc := twoProcessClaims(t, filepath.Join(t.TempDir(), "shared.db"))
+		t.Logf("attempt %d: acquired by process: %v", attempt, byProc)
+		if byProc["parent"] > 0 && byProc["child"] > 0 {
+			return
+		}
+		if attempt == 3 {
+			t.Fatalf("one process won every claim in 3 attempts (%v): the processes did not contend", byProc)
+		}
+	}
+}
+
+// twoProcessClaims races this process and a helper process over the same
+// operations in one SQLite file, checks that each was acquired once and
+// replayed with its winner's result, and returns the wins per process.
+func twoProcessClaims(t *testing.T, path string) map[string]int {
+	t.Helper()
 	parent := openTestSQLite(t, path)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "MRTR_LEDGER_HELPER_DB="+path)
@@ -188,10 +207,6 @@ func TestSQLiteTwoProcesses(t *testing.T) {
 	if len(lines) != 2*procWorkers*procOps {
 		t.Fatalf("%d lines, want %d", len(lines), 2*procWorkers*procOps)
 	}
-	t.Logf("acquired by process: %v", byProc)
-	if byProc["parent"] == 0 || byProc["child"] == 0 {
-		t.Fatalf("one process won every claim (%v): the processes did not contend", byProc)
-	}
 	// The child exited without closing: its finished results are on disk.
 	for op, res := range winner {
 		e, err := parent.Get(context.Background(), op)
@@ -199,6 +214,7 @@ func TestSQLiteTwoProcesses(t *testing.T) {
 			t.Fatalf("%s after the helper exited: %+v %v, want done %q", op, e, err, res)
 		}
 	}
+	return byProc
 }
 
 // TestSQLiteTwoHandles: two *sql.DB handles on one file, as two
