@@ -153,11 +153,67 @@ func New(ctx context.Context, opts ...Option) (*Guard, error) {
 		}
 		g.eng = e
 	}
-	if err := g.SetKeys(ctx, cfg.keys); err != nil {
-		_ = g.eng.close(ctx)
+	g.confEnv = configureEnvelope(&g.cfg, cfg.keys)
+	g.gen.Store(1)
+	if err := g.startPool(ctx); err != nil {
+		_ = g.Close(ctx)
 		return nil, err
 	}
 	return g, nil
+}
+
+// startPool starts the whole pool at once, in parallel, and configures it:
+// an instance takes tens of milliseconds to start (the guest's package
+// initialisers), and a server should not pay that on its first requests,
+// one after the other. A bad key fails here, not at the first request.
+func (g *Guard) startPool(ctx context.Context) error {
+	n := g.cfg.poolSize
+	errs := make(chan error, n)
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	for i := 0; i < n; i++ {
+		go func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			select {
+			case g.live <- struct{}{}:
+			default:
+				errs <- nil // the pool is already full
+				return
+			}
+			s := &slot{}
+			inst, err := g.eng.newInstance(ctx)
+			if err != nil {
+				<-g.live
+				errs <- err
+				return
+			}
+			s.inst = inst
+			g.keysMu.RLock()
+			env, gen := g.confEnv, g.gen.Load()
+			g.keysMu.RUnlock()
+			var r response
+			if err := configureInstance(ctx, inst, env, &r); err != nil {
+				g.discard(ctx, s)
+				errs <- err
+				return
+			}
+			g.keysMu.Lock()
+			if g.keyIDs == nil {
+				g.keyIDs = r.KeyIDs
+			}
+			g.keysMu.Unlock()
+			s.gen = gen
+			g.release(s)
+			errs <- nil
+		}()
+	}
+	var first error
+	for i := 0; i < n; i++ {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
 }
 
 // SetKeys replaces the keyring. Instances pick the new keys up before
@@ -166,22 +222,7 @@ func (g *Guard) SetKeys(ctx context.Context, k *Keyring) error {
 	if k == nil || k.Len() == 0 {
 		return errors.New("mrtr: no keys")
 	}
-	env := []byte(`{"v":1,"op":"configure","keys":[`)
-	for i, key := range k.list() {
-		if i > 0 {
-			env = append(env, ',')
-		}
-		env = core.AppendJSONString(env, key)
-	}
-	env = append(env, `],"audience":`...)
-	env = core.AppendJSONString(env, g.cfg.audience)
-	env = append(env, `,"ttl":`...)
-	env = strconv.AppendInt(env, int64(g.cfg.ttl/time.Second), 10)
-	env = append(env, `,"maxRounds":`...)
-	env = strconv.AppendInt(env, int64(g.cfg.maxRounds), 10)
-	env = append(env, `,"maxState":`...)
-	env = strconv.AppendInt(env, int64(g.cfg.maxState), 10)
-	env = append(env, '}')
+	env := configureEnvelope(&g.cfg, k)
 
 	// Prove the configuration on an instance before publishing it: a new
 	// one while the pool has room, else a pooled one (never more than the
@@ -213,6 +254,27 @@ func (g *Guard) SetKeys(ctx context.Context, k *Keyring) error {
 	g.keysMu.Unlock()
 	g.release(s)
 	return nil
+}
+
+// configureEnvelope is the configure request for a keyring (it holds the
+// keys: it never leaves the process).
+func configureEnvelope(cfg *config, k *Keyring) []byte {
+	env := []byte(`{"v":1,"op":"configure","keys":[`)
+	for i, key := range k.list() {
+		if i > 0 {
+			env = append(env, ',')
+		}
+		env = core.AppendJSONString(env, key)
+	}
+	env = append(env, `],"audience":`...)
+	env = core.AppendJSONString(env, cfg.audience)
+	env = append(env, `,"ttl":`...)
+	env = strconv.AppendInt(env, int64(cfg.ttl/time.Second), 10)
+	env = append(env, `,"maxRounds":`...)
+	env = strconv.AppendInt(env, int64(cfg.maxRounds), 10)
+	env = append(env, `,"maxState":`...)
+	env = strconv.AppendInt(env, int64(cfg.maxState), 10)
+	return append(env, '}')
 }
 
 func configureInstance(ctx context.Context, inst instance, env []byte, r *response) error {
