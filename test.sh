@@ -33,6 +33,9 @@ fi
 echo "== go test"
 go test -count=1 ./...
 
+echo "== the guest profiler (guard.wasm built with names, timed per function)"
+go vet -tags guestprof ./host
+go test -count=1 -tags guestprof ./host -run '^TestGuestProfile$' >/dev/null
 echo "== go test -race (host, native engine; ledger)"
 go test -race -count=1 ./host -run '^Test(API|Pool|Key|ParseKeys|GenerateKey|Schema)' -skip '/wasm$'
 go test -race -count=1 ./ledger

@@ -1,0 +1,165 @@
+//go:build guestprof
+
+package host
+
+// A profile of where a call's time goes inside guard.wasm, by function.
+// wazero has no sampling profiler, so this times every guest function call
+// through a function listener: the listener's own cost (well under a
+// microsecond per call) inflates functions that make many calls, so read
+// the leaf functions' self times and the big inclusive times, not small
+// differences. It needs a guard.wasm with its name section, which the
+// shipped one strips, so it builds one.
+//
+//	go test -tags guestprof ./host -run TestGuestProfile -v
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
+)
+
+type profFrame struct {
+	fn    *profStat
+	start time.Time
+	child time.Duration
+}
+
+type profStat struct {
+	name       string
+	calls      int64
+	self, incl time.Duration
+	open       int // frames of this function on the stack (recursion)
+}
+
+// profiler assumes one instance called from one goroutine at a time.
+type profiler struct {
+	on    bool
+	stack []profFrame
+	stats map[string]*profStat
+}
+
+func (p *profiler) NewFunctionListener(def api.FunctionDefinition) experimental.FunctionListener {
+	name := def.DebugName()
+	s := p.stats[name]
+	if s == nil {
+		s = &profStat{name: name}
+		p.stats[name] = s
+	}
+	return &profListener{p, s}
+}
+
+type profListener struct {
+	p *profiler
+	s *profStat
+}
+
+func (l *profListener) Before(context.Context, api.Module, api.FunctionDefinition, []uint64, experimental.StackIterator) {
+	l.s.open++
+	l.p.stack = append(l.p.stack, profFrame{fn: l.s, start: time.Now()})
+}
+
+func (l *profListener) After(context.Context, api.Module, api.FunctionDefinition, []uint64) { l.end() }
+
+func (l *profListener) Abort(context.Context, api.Module, api.FunctionDefinition, error) { l.end() }
+
+func (l *profListener) end() {
+	p := l.p
+	n := len(p.stack)
+	if n == 0 {
+		return
+	}
+	f := p.stack[n-1]
+	p.stack = p.stack[:n-1]
+	f.fn.open--
+	d := time.Since(f.start)
+	if n > 1 {
+		p.stack[n-2].child += d
+	}
+	if !p.on {
+		return
+	}
+	f.fn.calls++
+	f.fn.self += d - f.child
+	if f.fn.open == 0 {
+		f.fn.incl += d
+	}
+}
+
+func (p *profiler) report(ops int, top int) string {
+	var rows []*profStat
+	var total time.Duration
+	for _, s := range p.stats {
+		if s.calls > 0 {
+			rows = append(rows, s)
+			total += s.self
+		}
+	}
+	var b strings.Builder
+	per := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 / float64(ops) }
+	name := func(s string) string {
+		s = strings.TrimPrefix(s, ".")
+		return strings.ReplaceAll(s, "github.com_mrtr_wasm_mrtr_wasm_", "")
+	}
+	fmt.Fprintf(&b, "%d calls; listener-inflated total %.1f µs per call\n", ops, per(total))
+	sort.Slice(rows, func(i, j int) bool { return rows[i].self > rows[j].self })
+	fmt.Fprintf(&b, "\nby self time:\n%7s %10s %10s %8s  %s\n", "self%", "self µs", "incl µs", "calls", "function")
+	for _, s := range rows[:min(top, len(rows))] {
+		fmt.Fprintf(&b, "%6.1f%% %10.2f %10.2f %8.1f  %s\n", 100*float64(s.self)/float64(total), per(s.self), per(s.incl), float64(s.calls)/float64(ops), name(s.name))
+	}
+	sort.Slice(rows, func(i, j int) bool { return rows[i].incl > rows[j].incl })
+	fmt.Fprintf(&b, "\nby inclusive time:\n%7s %10s %10s %8s  %s\n", "incl%", "incl µs", "self µs", "calls", "function")
+	for _, s := range rows[:min(top, len(rows))] {
+		fmt.Fprintf(&b, "%6.1f%% %10.2f %10.2f %8.1f  %s\n", 100*float64(s.incl)/float64(total), per(s.incl), per(s.self), float64(s.calls)/float64(ops), name(s.name))
+	}
+	return b.String()
+}
+
+func TestGuestProfile(t *testing.T) {
+	mod := filepath.Join(t.TempDir(), "guard-names.wasm")
+	build := exec.Command("go", "build", "-buildmode=c-shared", "-trimpath", "-buildvcs=false", "-o", mod, "../guest")
+	build.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0", "GOFLAGS=")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building guard.wasm with names: %v\n%s", err, out)
+	}
+	wasmBytes, err := os.ReadFile(mod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prof := &profiler{stats: map[string]*profStat{}}
+	ctx := experimental.WithFunctionListenerFactory(context.Background(), prof)
+	g, err := New(ctx, WithModule(wasmBytes), WithKeys(benchKeys), WithEngine(EngineWasm), WithPoolSize(1), WithAudience("bench.example"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close(context.Background())
+	req := benchRequest()
+	ir, err := g.Ask(ctx, req, []InputRequest{Form("contact", "Who should we book the demo for?", benchSchema)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.RequestState, req.InputResponses = ir.RequestState, []byte(validAnswer)
+	const warm, n = 2000, 3000
+	for i := 0; i < warm+n; i++ {
+		prof.on = i >= warm
+		if o, err := g.Resume(ctx, req); err != nil || o.Status != Complete {
+			t.Fatalf("resume: %v", err)
+		}
+	}
+	if len(prof.stack) != 0 {
+		t.Fatalf("%d guest frames left open: the listener lost calls", len(prof.stack))
+	}
+	rep := prof.report(n, 40)
+	if !strings.Contains(rep, "resumeOp") {
+		t.Fatalf("the profile does not name the core's resume: no name section?\n%s", rep)
+	}
+	t.Log("Resume (open, validate a 2-field form, complete) inside guard.wasm:\n" + rep)
+}
