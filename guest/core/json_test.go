@@ -570,3 +570,64 @@ func BenchmarkParseWideObject(b *testing.B) {
 		})
 	}
 }
+
+// TestSpecialInWord checks the eight-byte string scan against a byte loop:
+// every byte value at every position, and random words.
+func TestSpecialInWord(t *testing.T) {
+	ref := func(w uint64) bool {
+		for i := 0; i < 8; i++ {
+			c := byte(w >> (8 * i))
+			if c == '"' || c == '\\' || c < 0x20 {
+				return true
+			}
+		}
+		return false
+	}
+	base := uint64(0x6161616161616161) // "aaaaaaaa"
+	for pos := 0; pos < 8; pos++ {
+		for c := 0; c < 256; c++ {
+			w := base&^(0xff<<(8*pos)) | uint64(c)<<(8*pos)
+			if got, want := specialInWord(w), ref(w); got != want {
+				t.Fatalf("byte %#x at %d: got %v, want %v", c, pos, got, want)
+			}
+		}
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := 0; i < 1_000_000; i++ {
+		w := r.Uint64()
+		if i%2 == 0 {
+			w |= 0x2020202020202020 // mostly printable, so "no" answers are tested too
+		}
+		if got, want := specialInWord(w), ref(w); got != want {
+			t.Fatalf("%#016x: got %v, want %v", w, got, want)
+		}
+	}
+}
+
+// TestParseStringEveryPosition puts an escape, a control character or the
+// closing quote at every offset of strings up to 40 bytes long, so that
+// the eight-byte scan meets them in every lane and at every tail length;
+// encoding/json is the reference.
+func TestParseStringEveryPosition(t *testing.T) {
+	for n := 0; n <= 40; n++ {
+		for pos := 0; pos <= n; pos++ {
+			for _, ins := range []string{`\"`, `\\`, `\n`, `\u00e9`, "\x01", "\x1f", "é"} {
+				body := strings.Repeat("b", pos) + ins + strings.Repeat("c", n-pos)
+				in := `"` + body + `"`
+				var want string
+				werr := json.Unmarshal([]byte(in), &want)
+				p, root, err := parseDoc(in)
+				if (err != nil) != (werr != nil) {
+					t.Fatalf("%q: error %v, encoding/json %v", in, err, werr)
+				}
+				if err == nil && p.node(root).str != want {
+					t.Fatalf("%q: got %q, want %q", in, p.node(root).str, want)
+				}
+			}
+			// Unterminated: the scan must stop at the end, not read past it.
+			if _, _, err := parseDoc(`"` + strings.Repeat("d", n)); err == nil {
+				t.Fatalf("unterminated string of %d bytes accepted", n)
+			}
+		}
+	}
+}
