@@ -62,6 +62,7 @@ func WithMaxStateSize(n int) Option { return func(c *config) { c.maxState = n } 
 
 // WithPoolSize bounds the number of module instances (default GOMAXPROCS).
 // Each call uses one instance at a time; callers beyond the pool wait.
+// New starts up to four of them; the rest start when calls need them.
 func WithPoolSize(n int) Option { return func(c *config) { c.poolSize = n } }
 
 // WithCompilationCache keeps wazero's compiled code in dir, so that a
@@ -115,8 +116,9 @@ type slot struct {
 	gen  uint64
 }
 
-// New compiles the module once and starts the first instance, so that a
-// bad key or module fails here and not at the first request.
+// New compiles the module once and starts the first instances (up to four,
+// in parallel), so that a bad key or module fails here and not at the
+// first request.
 func New(ctx context.Context, opts ...Option) (*Guard, error) {
 	cfg := config{
 		audience:    "mrtr-wasm",
@@ -162,12 +164,18 @@ func New(ctx context.Context, opts ...Option) (*Guard, error) {
 	return g, nil
 }
 
-// startPool starts the whole pool at once, in parallel, and configures it:
-// an instance takes tens of milliseconds to start (the guest's package
-// initialisers), and a server should not pay that on its first requests,
-// one after the other. A bad key fails here, not at the first request.
+// prestart is how many instances New starts: enough that a small server's
+// first requests find them ready, few enough that a host with many cores
+// does not hold dozens of instances' memory before it needs them.
+const prestart = 4
+
+// startPool starts the first instances at once, in parallel, and
+// configures them: an instance takes tens of milliseconds to start (the
+// guest's package initialisers), and a server should not pay that on its
+// first requests, one after the other. A bad key fails here, not at the
+// first request.
 func (g *Guard) startPool(ctx context.Context) error {
-	n := g.cfg.poolSize
+	n := min(g.cfg.poolSize, prestart)
 	errs := make(chan error, n)
 	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
 	for i := 0; i < n; i++ {

@@ -25,6 +25,9 @@ type countingEngine struct {
 	calls    atomic.Int64
 	overlaps atomic.Int64 // calls that found their instance busy
 	lastErr  atomic.Value // the last error an instance returned
+	// hold, when set before concurrent use, makes every call wait until
+	// it is closed: a test can keep instances busy at once.
+	hold chan struct{}
 }
 
 type countedInstance struct {
@@ -35,7 +38,8 @@ type countedInstance struct {
 }
 
 // instrument puts a countingEngine under g. It wraps the instances already
-// in the pool (New starts one); call it before g is used concurrently.
+// in the pool (New starts up to four); call it before g is used
+// concurrently.
 func instrument(g *Guard) *countingEngine {
 	ce := &countingEngine{engine: g.eng}
 	for n := len(g.idle); n > 0; n-- {
@@ -79,6 +83,9 @@ func (c *countedInstance) call(ctx context.Context, in []byte, timeout time.Dura
 		c.e.overlaps.Add(1)
 	}
 	defer c.busy.Add(-1)
+	if c.e.hold != nil {
+		<-c.e.hold
+	}
 	out, err := c.instance.call(ctx, in, timeout)
 	if err != nil {
 		c.e.lastErr.Store(err)
@@ -540,5 +547,45 @@ func TestPoolNativePanic(t *testing.T) {
 		t.Errorf("a recovered panic must not cost the instance")
 	} else {
 		g.release(s2)
+	}
+}
+
+// TestPoolPrestart: New starts min(pool size, 4) instances, configured and
+// ready; a larger pool grows to its size only when calls need it.
+func TestPoolPrestart(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct{ size, want int }{{1, 1}, {2, 2}, {6, 4}} {
+		g := newGuard(t, EngineNative, WithPoolSize(c.size))
+		if n := len(g.live); n != c.want {
+			t.Errorf("pool of %d: %d instances after New, want %d", c.size, n, c.want)
+		}
+		if n := len(g.idle); n != c.want {
+			t.Errorf("pool of %d: %d idle instances after New, want %d (started but not ready?)", c.size, n, c.want)
+		}
+		if c.size <= c.want {
+			continue
+		}
+		// Hold every instance at once: the pool must grow to its size.
+		ce := instrument(g)
+		ce.hold = make(chan struct{})
+		var wg sync.WaitGroup
+		for i := 0; i < c.size; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := oneCall(ctx, g, "user"); err != nil {
+					t.Error(err)
+				}
+			}()
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for len(g.live) < c.size && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+		close(ce.hold)
+		wg.Wait()
+		if n := len(g.live); n != c.size {
+			t.Errorf("pool of %d under %d concurrent calls grew to %d", c.size, c.size, n)
+		}
 	}
 }
