@@ -1,6 +1,9 @@
 package core
 
-import "strings"
+import (
+	"strconv"
+	"strings"
+)
 
 // pending is one input request about to be sent (or re-sent).
 type pending struct {
@@ -157,7 +160,7 @@ func (g *Guard) emitInputRequired(c *callCtx, st *stateOut, list []pending) *Err
 	g.out = append(g.out, `,"status":"input_required","operationId":`...)
 	g.out = appendString(g.out, st.op)
 	g.out = append(g.out, `,"round":`...)
-	g.out = appendInt(g.out, int64(st.round))
+	g.out = strconv.AppendInt(g.out, int64(st.round), 10)
 	g.out = append(g.out, `,"result":{"resultType":"input_required"`...)
 	if len(list) > 0 {
 		g.out = append(g.out, `,"inputRequests":{`...)

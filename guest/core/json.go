@@ -1,6 +1,7 @@
 package core
 
 import (
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf16"
@@ -654,32 +655,7 @@ func (p *parser) appendCompact(dst []byte, i int32) []byte {
 	}
 }
 
-func itoa(n int) string {
-	return string(appendInt(nil, int64(n)))
-}
-
-func appendInt(dst []byte, n int64) []byte {
-	if n == 0 {
-		return append(dst, '0')
-	}
-	var b [20]byte
-	i := len(b)
-	neg := n < 0
-	u := uint64(n)
-	if neg {
-		u = uint64(-n)
-	}
-	for u > 0 {
-		i--
-		b[i] = byte('0' + u%10)
-		u /= 10
-	}
-	if neg {
-		i--
-		b[i] = '-'
-	}
-	return append(dst, b[i:]...)
-}
+func itoa(n int) string { return strconv.Itoa(n) }
 
 func quote(s string) string {
 	if len(s) > 64 {

@@ -1,6 +1,9 @@
 package core
 
-import "strings"
+import (
+	"strconv"
+	"strings"
+)
 
 type answer struct {
 	key  string
@@ -131,7 +134,7 @@ func (g *Guard) resumeOp(root int32) *Error {
 		g.out = append(g.out, `,"status":"complete","operationId":`...)
 		g.out = appendString(g.out, st.op)
 		g.out = append(g.out, `,"round":`...)
-		g.out = appendInt(g.out, int64(st.round))
+		g.out = strconv.AppendInt(g.out, int64(st.round), 10)
 		g.out = append(g.out, `,"answers":`...)
 		g.out = g.appendAnswers(g.out, st, accepted)
 		if st.app != "" {
@@ -319,7 +322,7 @@ func (g *Guard) emitEnd(status string, st *stateIn, field string, keys []string)
 	g.out = append(g.out, `,"operationId":`...)
 	g.out = appendString(g.out, st.op)
 	g.out = append(g.out, `,"round":`...)
-	g.out = appendInt(g.out, int64(st.round))
+	g.out = strconv.AppendInt(g.out, int64(st.round), 10)
 	g.out = append(g.out, `,"`...)
 	g.out = append(g.out, field...)
 	g.out = append(g.out, `":[`...)
@@ -375,7 +378,7 @@ func (g *Guard) openOp(root int32) *Error {
 	g.out = append(g.out, `,"status":"open","operationId":`...)
 	g.out = appendString(g.out, st.op)
 	g.out = append(g.out, `,"round":`...)
-	g.out = appendInt(g.out, int64(st.round))
+	g.out = strconv.AppendInt(g.out, int64(st.round), 10)
 	g.out = append(g.out, `,"issuedAt":`...)
 	g.out = appendTime(g.out, st.iat)
 	g.out = append(g.out, `,"expiresAt":`...)

@@ -3,6 +3,7 @@ package core
 import (
 	"bytes"
 	"crypto/sha256"
+	"strconv"
 	"unsafe"
 )
 
@@ -119,7 +120,7 @@ func (g *Guard) seal(dst []byte, c *callCtx, s *stateOut) []byte {
 	pl = append(pl, `,"op":`...)
 	pl = appendString(pl, s.op)
 	pl = append(pl, `,"rnd":`...)
-	pl = appendInt(pl, int64(s.round))
+	pl = strconv.AppendInt(pl, int64(s.round), 10)
 	pl = append(pl, `,"pend":`...)
 	pl = append(pl, s.pend...)
 	if len(s.ans) > 0 {
