@@ -5,7 +5,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"path/filepath"
+	"slices"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/bundle"
@@ -23,7 +25,7 @@ func (e *Engine) WriteBundle(ctx context.Context, w io.Writer) error {
 		Manifest: bundle.Manifest{Roots: &[]string{"mrtr"}, Revision: c.revision},
 		Data:     map[string]any{"mrtr": map[string]any{"config": c.data.doc}},
 	}
-	for _, name := range sortedKeys(c.modules) {
+	for _, name := range slices.Sorted(maps.Keys(c.modules)) {
 		p := "/" + filepath.ToSlash(filepath.Base(name))
 		b.Modules = append(b.Modules, bundle.ModuleFile{URL: p, Path: p, Raw: c.sources[name], Parsed: c.modules[name]})
 	}

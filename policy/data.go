@@ -6,7 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 
@@ -183,7 +184,7 @@ func (f *dataFile) check(classes map[string]bool, known []string) error {
 	bad := func(msg string, ptr ...string) {
 		errs = append(errs, &LoadError{File: f.name, Line: f.ix.Line(Pointer(ptr...)), Msg: msg})
 	}
-	knownList := sortedKeys(classes)
+	knownList := slices.Sorted(maps.Keys(classes))
 	checkClass := func(c string, ptr ...string) {
 		if !classes[c] {
 			bad(fmt.Sprintf("unknown class %q (the classes are %s)", c, strings.Join(knownList, ", ")), ptr...)
@@ -235,7 +236,7 @@ func (f *dataFile) check(classes map[string]bool, known []string) error {
 		}
 	}
 	checkRule(d.Default, "default")
-	for _, name := range sortedKeys(d.Tools) {
+	for _, name := range slices.Sorted(maps.Keys(d.Tools)) {
 		checkRule(d.Tools[name], "tools", name)
 		if !IsGlob(name) {
 			continue
@@ -272,7 +273,7 @@ func (d *Data) Unmatched(known []string) (globs, names []string) {
 	for _, k := range known {
 		set[k] = true
 	}
-	for _, name := range sortedKeys(d.Tools) {
+	for _, name := range slices.Sorted(maps.Keys(d.Tools)) {
 		if !IsGlob(name) {
 			if !set[name] {
 				names = append(names, name)
@@ -285,13 +286,4 @@ func (d *Data) Unmatched(known []string) (globs, names []string) {
 		}
 	}
 	return globs, names
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

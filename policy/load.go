@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -203,7 +205,7 @@ func pathErr(err error) string {
 func parseModules(sources map[string][]byte) (map[string]*ast.Module, error) {
 	modules := map[string]*ast.Module{}
 	var errs LoadErrors
-	for _, name := range sortedKeys(sources) {
+	for _, name := range slices.Sorted(maps.Keys(sources)) {
 		m, err := ast.ParseModuleWithOpts(name, string(sources[name]), ast.ParserOptions{RegoVersion: ast.RegoV1, ProcessAnnotation: true})
 		if err != nil {
 			var le LoadErrors
@@ -255,7 +257,7 @@ func knownClasses(ctx context.Context, comp *ast.Compiler) (map[string]bool, err
 
 func revision(sources map[string][]byte, data []byte) string {
 	h := sha256.New()
-	names := sortedKeys(sources)
+	names := slices.Sorted(maps.Keys(sources))
 	sort.Strings(names)
 	for _, n := range names {
 		fmt.Fprintf(h, "%s\x00%d\x00", filepath.ToSlash(n), len(sources[n]))

@@ -2,6 +2,8 @@ package policy
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 )
@@ -46,7 +48,7 @@ func checkSprintf(modules map[string]*ast.Module) error {
 			}
 		}
 	}
-	for _, name := range sortedKeys(modules) {
+	for _, name := range slices.Sorted(maps.Keys(modules)) {
 		m := modules[name]
 		ast.WalkTerms(m, func(t *ast.Term) bool {
 			if c, ok := t.Value.(ast.Call); ok && len(c) > 0 {

@@ -8,8 +8,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -245,7 +247,7 @@ func readLintFile(p, tool string) (*lintFile, error) {
 			}
 			seen[*t.Name] = true
 			lt := lintTool{name: *t.Name, ptr: tp}
-			for _, key := range sortedKeys(t.InputRequests) {
+			for _, key := range slices.Sorted(maps.Keys(t.InputRequests)) {
 				ptr := tp + policy.Pointer("inputRequests", key)
 				in, err := inputRequest(key, t.InputRequests[key])
 				if err != nil {
@@ -475,15 +477,6 @@ func writeJSON(w io.Writer, fs []finding) error {
 	}
 	_, err := w.Write(buf.Bytes())
 	return err
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // artifactURI is how SARIF names a file: a relative path with forward
