@@ -123,6 +123,12 @@ func (c *call) ask(ctx context.Context, inputs []host.InputRequest, opts ...host
 	if err != nil {
 		return c.fail(ctx, err)
 	}
+	return c.inputRequired(ctx, res)
+}
+
+// inputRequired ends the call with an input_required result (a new round
+// or a re-ask).
+func (c *call) inputRequired(ctx context.Context, res *host.InputRequiredResult) (*mcp.CallToolResult, error) {
 	out, err := InputRequired(res)
 	if err != nil {
 		return c.fail(ctx, err)
@@ -197,12 +203,7 @@ func (s *Server) bookDemoCall(ctx context.Context, r *mcp.CallToolRequest) (*mcp
 	}
 	switch out.Status {
 	case host.InputRequired:
-		res, err := InputRequired(out.InputRequired)
-		if err != nil {
-			return c.fail(ctx, err)
-		}
-		c.end(ctx, "input_required", nil)
-		return res, nil
+		return c.inputRequired(ctx, out.InputRequired)
 	case host.Declined:
 		c.end(ctx, "declined", nil)
 		return bookResult(false, nil, "No demo call was booked: you declined. Nothing was saved."), nil
@@ -379,12 +380,7 @@ func (s *Server) connectCalendar(ctx context.Context, r *mcp.CallToolRequest) (*
 	}
 	switch out.Status {
 	case host.InputRequired:
-		res, err := InputRequired(out.InputRequired)
-		if err != nil {
-			return c.fail(ctx, err)
-		}
-		c.end(ctx, "input_required", nil)
-		return res, nil
+		return c.inputRequired(ctx, out.InputRequired)
 	case host.Declined:
 		c.end(ctx, "declined", nil)
 		return Text("The calendar was not connected: you declined."), nil
