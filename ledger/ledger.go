@@ -123,11 +123,16 @@ func checkOp(op string) error {
 	return nil
 }
 
-func checkToken(token string) error {
+// checkFinish checks what every backend's Finish is given before it
+// touches its store.
+func checkFinish(ctx context.Context, op, token string) error {
+	if err := checkOp(op); err != nil {
+		return err
+	}
 	if len(token) != tokenLen {
 		return ErrBadOperation
 	}
-	return nil
+	return ctx.Err()
 }
 
 // tokenLen is the length of a claim token: 16 bytes in hex.

@@ -116,13 +116,7 @@ func (m *memory) Claim(ctx context.Context, op string, fp Fingerprint, lease tim
 }
 
 func (m *memory) Finish(ctx context.Context, op, token string, fp Fingerprint, result []byte, ttl time.Duration) error {
-	if err := checkOp(op); err != nil {
-		return err
-	}
-	if err := checkToken(token); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
+	if err := checkFinish(ctx, op, token); err != nil {
 		return err
 	}
 	m.mu.Lock()

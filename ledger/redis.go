@@ -153,13 +153,7 @@ func (r *redisLedger) Claim(ctx context.Context, op string, fp Fingerprint, leas
 }
 
 func (r *redisLedger) Finish(ctx context.Context, op, token string, fp Fingerprint, result []byte, ttl time.Duration) error {
-	if err := checkOp(op); err != nil {
-		return err
-	}
-	if err := checkToken(token); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
+	if err := checkFinish(ctx, op, token); err != nil {
 		return err
 	}
 	n, err := finishScript.Run(ctx, r.c, []string{r.key(op)}, token, hexFP(fp), result, strconv.FormatInt(ms(ttl), 10)).Int()

@@ -127,34 +127,22 @@ func (s *sqliteLedger) Claim(ctx context.Context, op string, fp Fingerprint, lea
 
 // lookup classifies op's live row, if there is one.
 func (s *sqliteLedger) lookup(ctx context.Context, op string, fp Fingerprint) (Claim, bool, error) {
-	var (
-		done   bool
-		efp    []byte
-		result []byte
-	)
-	err := s.db.QueryRowContext(ctx, `SELECT done, fp, result FROM mrtr_ledger WHERE op = ?1 AND expires > ?2`, op, nowMs()).
-		Scan(&done, &efp, &result)
+	e, err := s.entry(ctx, op)
 	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return Claim{}, false, nil
 	case err != nil:
 		return Claim{}, false, err
-	case string(efp) != string(fp[:]):
+	case e.State == Absent:
+		return Claim{}, false, nil
+	case e.Fingerprint != fp:
 		return Claim{Status: Conflict}, true, nil
-	case done:
-		return Claim{Status: Finished, Result: clone(result)}, true, nil
+	case e.State == Done:
+		return Claim{Status: Finished, Result: e.Result}, true, nil
 	}
 	return Claim{Status: InProgress}, true, nil
 }
 
 func (s *sqliteLedger) Finish(ctx context.Context, op, token string, fp Fingerprint, result []byte, ttl time.Duration) error {
-	if err := checkOp(op); err != nil {
-		return err
-	}
-	if err := checkToken(token); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
+	if err := checkFinish(ctx, op, token); err != nil {
 		return err
 	}
 	if s.closed.Load() {
@@ -198,6 +186,11 @@ func (s *sqliteLedger) Get(ctx context.Context, op string) (Entry, error) {
 	if s.closed.Load() {
 		return Entry{}, ErrClosed
 	}
+	return s.entry(ctx, op)
+}
+
+// entry reads op's live row (Absent when there is none).
+func (s *sqliteLedger) entry(ctx context.Context, op string) (Entry, error) {
 	var (
 		done   bool
 		fp     []byte
