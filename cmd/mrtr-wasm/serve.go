@@ -140,7 +140,7 @@ const ephemeralWarning = `
 ################################################################################
 # WARNING: no keys (neither MRTR_KEYS nor --keys): using an EPHEMERAL key.      #
 # Rounds in flight will NOT survive a restart and CANNOT span instances.        #
-# For anything but a try-out: mrtr-wasm keygen > keys && serve --keys keys      #
+# For anything but a try-out: mrtr-wasm keygen -o keys && serve --keys keys     #
 ################################################################################
 `
 
