@@ -1,12 +1,9 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
 
 	"github.com/mrtr-wasm/mrtr-wasm/host"
 )
@@ -43,30 +40,4 @@ func runKeygen(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	return exitOK
-}
-
-// writeNewSecretFile creates path with mode 0600 and writes b, refusing
-// to replace an existing file (a key lost that way cannot be recovered).
-// The mode is set at creation, so the key is never readable by others,
-// whatever the umask.
-func writeNewSecretFile(path string, b []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if errors.Is(err, fs.ErrExist) {
-		return fmt.Errorf("%s already exists; keygen never overwrites a key file (remove it first, or choose another name)", path)
-	}
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(path)
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return nil
 }
