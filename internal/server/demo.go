@@ -413,12 +413,14 @@ func (s *Server) connectCalendar(ctx context.Context, r *mcp.CallToolRequest) (*
 			c.end(ctx, "error", err)
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "could not start the connection"}
 		}
-		return c.askConnect(ctx, id, "The previous link expired. Open this new page to connect your calendar.")
+		return c.askConnect(ctx, id, "The previous link expired. Open this new page to connect your calendar.", host.After(out))
 	}
-	return c.askConnect(ctx, id, "The page has not been submitted yet. Open it, enter the calendar's API key, submit, then continue.")
+	// Asked again as the next round of the same request (After), so every
+	// turn counts against the round limit.
+	return c.askConnect(ctx, id, "The page has not been submitted yet. Open it, enter the calendar's API key, submit, then continue.", host.After(out))
 }
 
-func (c *call) askConnect(ctx context.Context, id, msg string) (*mcp.CallToolResult, error) {
+func (c *call) askConnect(ctx context.Context, id, msg string, opts ...host.AskOption) (*mcp.CallToolResult, error) {
 	url := strings.TrimRight(c.s.cfg.PublicURL, "/") + "/connect/" + id
-	return c.ask(ctx, []host.InputRequest{host.URL(keyCalendar, msg, url)}, host.Progress([]byte(id)))
+	return c.ask(ctx, []host.InputRequest{host.URL(keyCalendar, msg, url)}, append(opts, host.Progress([]byte(id)))...)
 }
