@@ -434,7 +434,7 @@ func TestServeBookingFlowOverHTTP(t *testing.T) {
 			t.Fatalf("bad token: %d", code)
 		}
 		// Alice submits: stored. (Round 2 is the policy's last for this
-		// tool: TestServeConnectLoopStopsAtRoundLimit.)
+		// tool: internal/server TestConnectLoopStopsAtRoundLimit.)
 		if code, body := postForm(t, ep.URL, url.Values{"token": {tokAlice}, "api_key": {markCalKey}}); code != http.StatusOK || !strings.Contains(body, "connected") {
 			t.Fatalf("alice: %d %s", code, body)
 		}
