@@ -62,8 +62,8 @@ func newOnceLedger(c *config) *onceLedger {
 }
 
 // WithLedger sets the replay ledger (default: an in-memory one).
-// ledger.Open makes one from a setting: "memory:", "sqlite:/path/file.db",
-// "redis://host:6379/0". Guards that share it run each effect once
+// ledger.Open makes one from a setting: "memory:", "sqlite:/path/file.db"
+// (with ledger/sqlite imported), "redis://host:6379/0" (ledger/redis). Guards that share it run each effect once
 // between them. The guard does not close it.
 func WithLedger(l ledger.Ledger) Option { return func(c *config) { c.ledger = l } }
 
