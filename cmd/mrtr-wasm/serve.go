@@ -59,8 +59,8 @@ func parseServe(args []string, stderr io.Writer) (*serveOptions, error) {
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "HTTP listen address (the MCP endpoint is /mcp)")
 	fs.StringVar(&o.publicURL, "public-url", "", "base URL browsers use to reach this server, for /connect links (default http://ADDR)")
 	fs.BoolVar(&o.stdio, "stdio", false, "serve MCP on stdin/stdout (the HTTP listener still serves /connect, /healthz, /metrics)")
-	fs.StringVar(&o.keysFile, "keys", "", "file of k4.local keys (the MRTR_KEYS format); default: the MRTR_KEYS environment variable")
-	fs.StringVar(&o.tokensFile, "auth-tokens", "", "JSON file mapping bearer tokens to principal names; without it every caller is \"anonymous\"")
+	fs.StringVar(&o.keysFile, "keys", "", "file of k4.local keys (the MRTR_KEYS format; mode 0600 or stricter); default: the MRTR_KEYS environment variable")
+	fs.StringVar(&o.tokensFile, "auth-tokens", "", "JSON file mapping bearer tokens to principal names (mode 0600 or stricter); without it every caller is \"anonymous\"")
 	fs.StringVar(&o.policyDir, "policy", "", "policy directory (.rego files and data/); default: the shipped policies")
 	fs.StringVar(&o.policyData, "policy-data", "", "data file name in the policy's data/ (default demo)")
 	fs.StringVar(&o.ledger, "ledger", "memory:", "replay ledger: memory:, sqlite:/path/ledger.db or redis://host:6379/0")
@@ -104,6 +104,9 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
+	if err == nil {
+		err = errors.Join(checkPrivateFile("--keys", o.keysFile), checkPrivateFile("--auth-tokens", o.tokensFile))
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "mrtr-wasm serve:", err)
 		return 2
@@ -140,7 +143,7 @@ const ephemeralWarning = `
 ################################################################################
 # WARNING: no keys (neither MRTR_KEYS nor --keys): using an EPHEMERAL key.      #
 # Rounds in flight will NOT survive a restart and CANNOT span instances.        #
-# For anything but a try-out: mrtr-wasm keygen > keys && serve --keys keys      #
+# For anything but a try-out: mrtr-wasm keygen -o keys && serve --keys keys     #
 ################################################################################
 `
 

@@ -394,31 +394,34 @@ func (s *Server) connectCalendar(ctx context.Context, r *mcp.CallToolRequest) (*
 	// Accept in URL mode is consent only: look at what the page recorded.
 	id := string(out.Progress)
 	cs, err := s.cfg.CRM.Connect(ctx, id)
+	gone := errors.Is(err, crm.ErrNotFound)
 	switch {
-	case errors.Is(err, crm.ErrNotFound):
-		return c.fail(ctx, &host.Error{Code: host.CodeInternal, Message: "the connection was lost; please call connect_calendar again"})
-	case err != nil:
+	case err != nil && !gone:
 		c.end(ctx, "error", err)
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "could not read the connection"}
-	case cs.Principal != req.Principal:
+	case !gone && cs.Principal != req.Principal:
 		// The state is bound to the principal, so this cannot happen unless
 		// the store was edited: refuse.
 		return c.fail(ctx, &host.Error{Code: host.CodeStateInvalid, Message: "invalid or expired requestState", Reason: "connect_principal"})
-	case cs.Completed:
+	case !gone && cs.Completed:
 		c.end(ctx, "complete", nil)
 		return Text("Your calendar is connected. The API key is stored on the server; it was never shown to the assistant."), nil
-	case time.Now().After(cs.ExpiresAt):
+	case gone || time.Now().After(cs.ExpiresAt):
+		// Expired (a session not found came from the sealed state, so it
+		// existed and was deleted after it expired): a new link.
 		id, err = s.cfg.CRM.NewConnect(ctx, req.Principal, s.cfg.ConnectTTL)
 		if err != nil {
 			c.end(ctx, "error", err)
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "could not start the connection"}
 		}
-		return c.askConnect(ctx, id, "The previous link expired. Open this new page to connect your calendar.")
+		return c.askConnect(ctx, id, "The previous link expired. Open this new page to connect your calendar.", host.After(out))
 	}
-	return c.askConnect(ctx, id, "The page has not been submitted yet. Open it, enter the calendar's API key, submit, then continue.")
+	// Asked again as the next round of the same request (After), so every
+	// turn counts against the round limit.
+	return c.askConnect(ctx, id, "The page has not been submitted yet. Open it, enter the calendar's API key, submit, then continue.", host.After(out))
 }
 
-func (c *call) askConnect(ctx context.Context, id, msg string) (*mcp.CallToolResult, error) {
+func (c *call) askConnect(ctx context.Context, id, msg string, opts ...host.AskOption) (*mcp.CallToolResult, error) {
 	url := strings.TrimRight(c.s.cfg.PublicURL, "/") + "/connect/" + id
-	return c.ask(ctx, []host.InputRequest{host.URL(keyCalendar, msg, url)}, host.Progress([]byte(id)))
+	return c.ask(ctx, []host.InputRequest{host.URL(keyCalendar, msg, url)}, append(opts, host.Progress([]byte(id)))...)
 }

@@ -20,7 +20,7 @@ import (
 
 // newTestServer runs the real server (guard.wasm, the shipped policy, a
 // SQLite CRM) behind httptest.
-func newTestServer(t *testing.T, tokens *server.Tokens) (*httptest.Server, *crm.Store) {
+func newTestServer(t *testing.T, tokens *server.Tokens, edits ...func(*server.Config)) (*httptest.Server, *crm.Store) {
 	t.Helper()
 	ctx := context.Background()
 	pol, err := policy.Default(ctx)
@@ -40,7 +40,11 @@ func newTestServer(t *testing.T, tokens *server.Tokens) (*httptest.Server, *crm.
 	t.Cleanup(func() { store.Close() })
 	ts := httptest.NewUnstartedServer(nil)
 	ts.Start()
-	s, err := server.New(server.Config{Guard: g, CRM: store, Tokens: tokens, PublicURL: ts.URL})
+	cfg := server.Config{Guard: g, CRM: store, Tokens: tokens, PublicURL: ts.URL}
+	for _, edit := range edits {
+		edit(&cfg)
+	}
+	s, err := server.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
