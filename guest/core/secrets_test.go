@@ -165,8 +165,10 @@ func corpusFiles(tb testing.TB) []string {
 // langStats counts the secret/not verdicts of one language.
 type langStats struct{ tp, fp, fn, tn, classOK int }
 
-// Per-language floors: below minRecall or above maxFalsePositive the detector fails that language.
+// Per-language floors: below minLangCases a language's figures mean little; below minRecall or above
+// maxFalsePositive the detector fails that language.
 const (
+	minLangCases     = 40
 	minRecall        = 0.95
 	maxFalsePositive = 0.05
 )
@@ -233,6 +235,9 @@ func TestSecretCorpus(t *testing.T) {
 		if s == nil {
 			t.Errorf("%s: no labelled cases", l)
 			continue
+		}
+		if n := s.tp + s.fp + s.fn + s.tn; n < minLangCases {
+			t.Errorf("%s: %d labelled cases, want at least %d", l, n, minLangCases)
 		}
 		if s.tp+s.fn == 0 || s.fp+s.tn == 0 {
 			t.Errorf("%s: needs both secret fields and look-alikes", l)
