@@ -1,7 +1,6 @@
 package host
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -403,6 +402,12 @@ func (g *Guard) call(ctx context.Context, env []byte, r *response) error {
 		return err
 	}
 	err = json.Unmarshal(out, r)
+	if r.Interrupted {
+		// Stopped at a checkpoint: discard the instance all the same, so
+		// a call that ran over never leaves anything behind.
+		g.discard(ctx, s)
+		return &Error{Code: CodeUnavailable, Message: "guard call stopped: deadline exceeded or cancelled"}
+	}
 	if s.inst.bloated() {
 		// A large request grew this instance's memory, which wasm never
 		// gives back: replace it rather than keep the memory.
@@ -437,16 +442,8 @@ func (g *Guard) invoke(ctx context.Context, s *slot, env []byte) ([]byte, error)
 		g.discard(ctx, s)
 		return nil, &Error{Code: CodeInternal, Message: "the guard module failed; its instance was replaced"}
 	}
-	if bytes.Contains(out[:min(len(out), 96)], interruptedCode) {
-		// Stopped at a checkpoint: discard the instance all the same, so
-		// a call that ran over never leaves anything behind.
-		g.discard(ctx, s)
-		return nil, &Error{Code: CodeUnavailable, Message: "guard call stopped: deadline exceeded or cancelled"}
-	}
 	return out, nil
 }
-
-var interruptedCode = []byte(`"code":"` + core.CodeInterrupted + `"`)
 
 // callRaw runs an envelope and returns a copy of the response bytes, for
 // the shared test vectors.
@@ -467,18 +464,21 @@ func (g *Guard) callRaw(ctx context.Context, env []byte) ([]byte, error) {
 
 // response is the guest's response envelope.
 type response struct {
-	OK          bool                       `json:"ok"`
-	Error       *wireError                 `json:"error"`
-	Status      Status                     `json:"status"`
-	OperationID string                     `json:"operationId"`
-	Round       int                        `json:"round"`
-	Result      *InputRequiredResult       `json:"result"`
-	Answers     map[string]json.RawMessage `json:"answers"`
-	Declined    []string                   `json:"declined"`
-	Cancelled   []string                   `json:"cancelled"`
-	Progress    string                     `json:"progress"`
-	Findings    []Finding                  `json:"findings"`
-	KeyIDs      []string                   `json:"keyIds"`
+	OK            bool                       `json:"ok"`
+	Interrupted   bool                       `json:"interrupted"`
+	AnswersDigest string                     `json:"answersDigest"`
+	Input         json.RawMessage            `json:"input"`
+	Error         *wireError                 `json:"error"`
+	Status        Status                     `json:"status"`
+	OperationID   string                     `json:"operationId"`
+	Round         int                        `json:"round"`
+	Result        *InputRequiredResult       `json:"result"`
+	Answers       map[string]json.RawMessage `json:"answers"`
+	Declined      []string                   `json:"declined"`
+	Cancelled     []string                   `json:"cancelled"`
+	Progress      string                     `json:"progress"`
+	Findings      []Finding                  `json:"findings"`
+	KeyIDs        []string                   `json:"keyIds"`
 }
 
 type wireError struct {
@@ -586,20 +586,9 @@ func (g *Guard) Ask(ctx context.Context, req *Request, inputs []InputRequest, op
 	if err != nil {
 		return nil, err
 	}
-	env = append(env, `,"inputRequests":{`...)
-	for i, in := range inputs {
-		if i > 0 {
-			env = append(env, ',')
-		}
-		env = core.AppendJSONString(env, in.Key)
-		env = append(env, `:{"method":`...)
-		env = core.AppendJSONString(env, in.Method)
-		if env, err = appendRaw(env, "params", in.Params); err != nil {
-			return nil, err
-		}
-		env = append(env, '}')
+	if env, err = appendInputRequests(env, inputs); err != nil {
+		return nil, err
 	}
-	env = append(env, '}')
 	if len(o.progress) > 0 {
 		env = append(env, `,"progress":"`...)
 		env = base64.RawURLEncoding.AppendEncode(env, o.progress)
@@ -645,6 +634,26 @@ func (g *Guard) Ask(ctx context.Context, req *Request, inputs []InputRequest, op
 	return r.Result, nil
 }
 
+// appendInputRequests appends "inputRequests" as ask and policy.input
+// read it.
+func appendInputRequests(env []byte, inputs []InputRequest) ([]byte, error) {
+	env = append(env, `,"inputRequests":{`...)
+	for i, in := range inputs {
+		if i > 0 {
+			env = append(env, ',')
+		}
+		env = core.AppendJSONString(env, in.Key)
+		env = append(env, `:{"method":`...)
+		env = core.AppendJSONString(env, in.Method)
+		var err error
+		if env, err = appendRaw(env, "params", in.Params); err != nil {
+			return nil, err
+		}
+		env = append(env, '}')
+	}
+	return append(env, '}'), nil
+}
+
 // Resume checks a retry: it opens the requestState (bound to the
 // principal, method, target, arguments and audience), validates every
 // answer against the schema that was asked, and says what happened. An
@@ -673,12 +682,13 @@ func (g *Guard) Resume(ctx context.Context, req *Request) (*Outcome, error) {
 		return nil, err
 	}
 	o := &Outcome{
-		Status:      r.Status,
-		OperationID: r.OperationID,
-		Round:       r.Round,
-		Answers:     r.Answers,
-		Declined:    r.Declined,
-		Cancelled:   r.Cancelled,
+		Status:        r.Status,
+		OperationID:   r.OperationID,
+		Round:         r.Round,
+		Answers:       r.Answers,
+		AnswersDigest: r.AnswersDigest,
+		Declined:      r.Declined,
+		Cancelled:     r.Cancelled,
 	}
 	if r.Progress != "" {
 		o.Progress, _ = base64.RawURLEncoding.DecodeString(r.Progress)
