@@ -148,53 +148,34 @@ func PrincipalOf(extra *mcp.RequestExtra) string {
 	return Anonymous
 }
 
-// HostRequest builds the guard's view of a tools/call request.
+// HostRequest builds the guard's view of a tools/call request, with the
+// arguments, inputResponses and clientCapabilities as the client sent them.
 func HostRequest(req *mcp.CallToolRequest) (*host.Request, error) {
-	p := req.Params
-	r := &host.Request{
-		Principal:    PrincipalOf(req.Extra),
-		Method:       "tools/call",
-		Target:       p.Name,
-		Arguments:    p.Arguments,
-		RequestState: p.RequestState,
-	}
-	return r, fillRetry(r, p.Meta, p.InputResponses)
+	return hostRequest(req.Extra, "tools/call", req.Params.Name, req.Params.RequestState)
 }
 
 // HostPromptRequest builds the guard's view of a prompts/get request.
 func HostPromptRequest(req *mcp.GetPromptRequest) (*host.Request, error) {
-	p := req.Params
-	args, err := json.Marshal(p.Arguments)
+	return hostRequest(req.Extra, "prompts/get", req.Params.Name, req.Params.RequestState)
+}
+
+func hostRequest(extra *mcp.RequestExtra, method, target, state string) (*host.Request, error) {
+	rc, err := rawOf(extra)
 	if err != nil {
 		return nil, err
 	}
-	if p.Arguments == nil {
-		args = nil
-	}
 	r := &host.Request{
-		Principal:    PrincipalOf(req.Extra),
-		Method:       "prompts/get",
-		Target:       p.Name,
-		Arguments:    args,
-		RequestState: p.RequestState,
+		Principal:    PrincipalOf(extra),
+		Method:       method,
+		Target:       target,
+		Arguments:    rc.arguments,
+		Capabilities: rc.capabilities,
+		RequestState: state,
 	}
-	return r, fillRetry(r, p.Meta, p.InputResponses)
-}
-
-func fillRetry(r *host.Request, meta mcp.Meta, responses mcp.InputResponseMap) error {
-	caps, err := json.Marshal(meta[mcp.MetaKeyClientCapabilities])
-	if err != nil {
-		return err
+	if string(rc.inputResponses) != "null" {
+		r.InputResponses = rc.inputResponses
 	}
-	r.Capabilities = caps
-	if responses != nil {
-		b, err := json.Marshal(responses)
-		if err != nil {
-			return err
-		}
-		r.InputResponses = b
-	}
-	return nil
+	return r, nil
 }
 
 // ToInputRequests turns the guard's wire result into the SDK's typed map.
