@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -185,5 +186,55 @@ func TestServeLegacySessionCap(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "too many sessions") && !strings.Contains(err.Error(), "Service Unavailable") {
 		t.Fatalf("want a 'too many sessions' refusal, got %v", errors.Unwrap(err))
+	}
+}
+
+// TestServeLegacyStdio: a 2025-11-25 client on stdio (the first message
+// is its initialize) books through elicitation on the session.
+func TestServeLegacyStdio(t *testing.T) {
+	dir := t.TempDir()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	logs := &syncBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() {
+		done <- serve(ctx, []string{"--stdio", "--addr", "127.0.0.1:0", "--data", filepath.Join(dir, "data"), "--wasm-cache", sharedCache}, inR, outW, logs, nil)
+		outW.Close()
+	}()
+	defer func() {
+		inW.Close()
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(time.Minute):
+			t.Error("serve --stdio did not stop")
+		}
+	}()
+	n := 0
+	c := mcp.NewClient(&mcp.Implementation{Name: "legacy-stdio", Version: "1"}, &mcp.ClientOptions{
+		Capabilities: formCaps,
+		ElicitationHandler: func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			n++
+			if n == 1 {
+				return accept(map[string]any{"name": "Stdio Sam", "email": "sam@example.com"}), nil
+			}
+			return accept(map[string]any{"slot": firstSlot(t, r.Params.RequestedSchema), "confirm": true}), nil
+		},
+	})
+	cs, err := c.Connect(ctx, &mcp.IOTransport{Reader: outR, Writer: inW}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatalf("connect: %v\n%s", err, logs)
+	}
+	defer cs.Close()
+	if v := cs.InitializeResult().ProtocolVersion; v != "2025-11-25" {
+		t.Fatalf("negotiated %q", v)
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "book_demo_call", Arguments: map[string]any{}})
+	if err != nil || res.IsError {
+		t.Fatalf("book_demo_call: %v %+v", err, res)
+	}
+	if booked, msg := bookStructured(t, res); !booked || n != 2 {
+		t.Fatalf("booked=%v after %d elicitations: %s", booked, n, msg)
 	}
 }
