@@ -20,7 +20,7 @@ import (
 
 // newTestServer runs the real server (guard.wasm, the shipped policy, a
 // SQLite CRM) behind httptest.
-func newTestServer(t *testing.T, tokens *server.Tokens) (*httptest.Server, *crm.Store) {
+func newTestServer(t testing.TB, tokens *server.Tokens) (*httptest.Server, *crm.Store) {
 	t.Helper()
 	ctx := context.Background()
 	pol, err := policy.Default(ctx)
