@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Clients of the 2025-11-25 era (TypeScript SDK 1.32.2, MCP Inspector 2.12.0
-# CLI) against `mrtr-wasm serve`. Builds the server first.
+# CLI and web UI in headless Chromium) against `mrtr-wasm serve`. Builds the
+# server first. Needs Debian's chromium.
 set -euo pipefail
 cd "$(dirname "$0")"
 root=$(cd .. && pwd)

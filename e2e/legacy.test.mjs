@@ -1,6 +1,6 @@
 // Clients of the 2025-11-25 era against `mrtr-wasm serve`: the TypeScript
 // SDK 1.32.2 client (the most deployed MCP library) and the MCP Inspector
-// 2.12.0 CLI with its default (legacy) era. Run by e2e/legacy.sh, which
+// 2.12.0 CLI and web UI in their default (legacy) era. Run by e2e/legacy.sh, which
 // builds the server and sets MRTR_BIN.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -112,4 +112,55 @@ test('Inspector 2.12.0 CLI, default era: lists the tools and calls list_bookings
     { timeout: 60000, env: { ...process.env, HOME: work } });
   const res = JSON.parse(call.stdout);
   assert.ok(Array.isArray(res.structuredContent.bookings), call.stdout);
+});
+
+// The Inspector's web UI, in headless Chromium (Debian's, driven by
+// playwright-core): it connects in its default era, runs book_demo_call,
+// renders our forms itself; we fill and submit them as a person would, and
+// the booking appears.
+test('Inspector 2.12.0 web UI: the forms it renders book a call', async () => {
+  const { chromium } = await import('playwright-core');
+  const port = 20000 + Math.floor(Math.random() * 30000);
+  let out = '';
+  const web = spawn(process.execPath, [inspector, '--web', '--transport', 'http', '--server-url', `${base}/mcp`,
+    '--header', `Authorization: Bearer ${ALICE}`], {
+    env: { ...process.env, HOME: work, CLIENT_PORT: String(port), MCP_SANDBOX_PORT: String(port + 1), MCP_AUTO_OPEN_ENABLED: 'false' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  web.stdout.on('data', (d) => { out += d; });
+  web.stderr.on('data', (d) => { out += d; });
+  const browser = await chromium.launch({ executablePath: process.env.CHROMIUM || '/usr/bin/chromium', args: ['--no-sandbox'] });
+  try {
+    let url;
+    for (let i = 0; i < 240 && !url; i++) {
+      url = out.match(/http:\/\/127\.0\.0\.1:\d+\?MCP_INSPECTOR_API_TOKEN=[0-9a-f]+/)?.[0];
+      if (!url) await new Promise((r) => setTimeout(r, 250));
+    }
+    assert.ok(url, 'the Inspector did not start:\n' + out);
+    const { client } = await legacyClient(() => ({ action: 'cancel' }));
+    const before = await bookingCount(client);
+
+    const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    await page.goto(url);
+    await page.locator('[role=switch], input[type=checkbox]').first().click({ force: true });
+    await page.getByText('Connected', { exact: true }).waitFor({ timeout: 60000 });
+    await page.getByText('MCP 2025-11-25').waitFor();
+    await page.getByText('Tools', { exact: true }).click();
+    await page.getByText('book_demo_call').first().click();
+    await page.getByRole('button', { name: 'Execute Tool' }).click();
+    await page.getByRole('textbox', { name: 'Work email' }).fill('ada.web@example.com');
+    await page.getByRole('textbox', { name: 'Your name' }).fill('Ada Inspector');
+    await page.getByRole('button', { name: 'Submit' }).click();
+    await page.getByRole('textbox', { name: 'Time slot' }).click();
+    await page.getByRole('option').first().click();
+    await page.getByRole('checkbox', { name: 'Book this slot' }).check();
+    await page.getByRole('button', { name: 'Submit' }).click();
+    await page.getByText(/Booked: a demo call for Ada Inspector/).first().waitFor({ timeout: 60000 });
+    assert.equal(await bookingCount(client), before + 1, 'the booking appears in list_bookings');
+    await client.close();
+  } finally {
+    await browser.close();
+    web.kill('SIGTERM');
+    await new Promise((r) => web.once('exit', r));
+  }
 });
