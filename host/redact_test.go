@@ -44,7 +44,10 @@ func TestRedaction(t *testing.T) {
 		redacttest.Check(t, retry, []string{argument, email, name, stateBit}, nil, "alice", "tools/call", "retry=true")
 	})
 	t.Run("Outcome", func(t *testing.T) {
-		redacttest.Check(t, *out, []string{email, name, progress}, nil, "complete", out.OperationID, "[contact]")
+		if len(out.AnswersDigest) != 64 {
+			t.Fatalf("no answers digest: %q", out.AnswersDigest)
+		}
+		redacttest.Check(t, *out, []string{email, name, progress, out.AnswersDigest[:16]}, nil, "complete", out.OperationID, "[contact]")
 	})
 	t.Run("Outcome that asks again", func(t *testing.T) {
 		again := Outcome{Status: InputRequired, OperationID: "op", Round: 2, InputRequired: res}
@@ -59,7 +62,8 @@ func TestRedaction(t *testing.T) {
 		redacttest.Check(t, URL("calendar", "Connect", link), []string{"LINKsecret9931"}, nil, "calendar")
 	})
 	t.Run("PolicyQuery", func(t *testing.T) {
-		q := PolicyQuery{Principal: "alice", Method: "tools/call", Target: "connect", Inputs: []InputRequest{URL("calendar", "Connect", link)}, TTL: time.Minute, MaxRounds: 2}
+		q := PolicyQuery{Principal: "alice", Method: "tools/call", Target: "connect", Inputs: []InputRequest{URL("calendar", "Connect", link)}, TTL: time.Minute, MaxRounds: 2,
+			Input: json.RawMessage(`{"inputs":{"calendar":{"params":{"url":"` + link + `"}}}}`)}
 		redacttest.Check(t, q, []string{"LINKsecret9931"}, nil, "[calendar]")
 	})
 	t.Run("Keyring", func(t *testing.T) {

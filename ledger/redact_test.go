@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"crypto/sha256"
 	"testing"
 	"time"
 
@@ -14,7 +15,7 @@ func TestRedaction(t *testing.T) {
 	ctx := context.Background()
 	l := NewMemory()
 	defer l.Close()
-	fp := fpOf("answers")
+	fp := Fingerprint(sha256.Sum256([]byte("answers")))
 	c, err := l.Claim(ctx, "op-1", fp, time.Minute)
 	if err != nil || c.Status != Acquired || len(c.Token) < 16 {
 		t.Fatalf("%v %v", c, err)

@@ -45,7 +45,8 @@ type serveOptions struct {
 	ledger, dataDir, crm, audience, engine, logFormat, logLevel  string
 	cacheDir                                                     string
 	stdio, conformance                                           bool
-	stateTTL, shutdown                                           time.Duration
+	stateTTL, shutdown, sessionIdle                              time.Duration
+	maxSessions                                                  int
 }
 
 func parseServe(args []string, stderr io.Writer) (*serveOptions, error) {
@@ -70,6 +71,8 @@ func parseServe(args []string, stderr io.Writer) (*serveOptions, error) {
 	fs.StringVar(&o.audience, "audience", "mrtr-wasm-demo", "audience bound into every requestState (instances sharing keys must share it)")
 	fs.DurationVar(&o.stateTTL, "state-ttl", 5*time.Minute, "how long a requestState stays valid (the policy may narrow it)")
 	fs.StringVar(&o.engine, "engine", "wasm", "guard engine: wasm (guard.wasm through wazero) or native")
+	fs.DurationVar(&o.sessionIdle, "session-idle", server.DefaultSessionIdle, "close a legacy (2025-era) client's session after this long without a request")
+	fs.IntVar(&o.maxSessions, "max-sessions", server.DefaultMaxSessions, "most live legacy sessions (a further initialize gets HTTP 503)")
 	fs.BoolVar(&o.conformance, "conformance", false, "also serve the fixture tools of the official conformance suite")
 	fs.StringVar(&o.logFormat, "log-format", "json", "log format: json or text (logs go to stderr)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
@@ -241,6 +244,7 @@ func runServer(ctx context.Context, o *serveOptions, stdin io.Reader, stdout, st
 
 	cfg := server.Config{
 		Guard: guard, CRM: store, Tokens: tokens, PublicURL: publicURL, Logger: log, Version: version(),
+		SessionIdle: o.sessionIdle, MaxSessions: o.maxSessions,
 	}
 	if o.conformance {
 		// The fixtures ask for sampling and roots, which the demo policy
@@ -284,8 +288,7 @@ func runServer(ctx context.Context, o *serveOptions, stdin io.Reader, stdout, st
 
 	var runErr error
 	if o.stdio {
-		t := server.CheckStdio(&mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}})
-		runErr = srv.MCP().Run(ctx, t)
+		runErr = srv.RunStdio(ctx, stdin, nopWriteCloser{stdout})
 		if errors.Is(runErr, context.Canceled) || errors.Is(runErr, io.EOF) {
 			runErr = nil
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mrtr-wasm/mrtr-wasm/host"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/testseam"
 )
 
 // Marker strings: they go into answers, arguments and the calendar key,
@@ -230,7 +231,7 @@ func wantInvalidParams(t *testing.T, what string, err error) {
 
 func TestServeBookingFlowOverHTTP(t *testing.T) {
 	var skew atomic.Int64 // the guard's clock runs this far ahead (tests expiry)
-	testGuardOptions = []host.Option{host.WithClock(func() time.Time { return time.Now().Add(time.Duration(skew.Load())) })}
+	testGuardOptions = []host.Option{testseam.Clock[host.Option](func() time.Time { return time.Now().Add(time.Duration(skew.Load())) })}
 	t.Cleanup(func() { testGuardOptions = nil })
 	s := startServe(t)
 	args := map[string]any{"topic": markTopic}

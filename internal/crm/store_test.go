@@ -13,7 +13,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
 	"time"
+
+	"github.com/mrtr-wasm/mrtr-wasm/internal/testenv"
 )
 
 // TestStore runs one suite against both backends. PostgreSQL must answer
@@ -33,20 +36,12 @@ func freshSQLite(t *testing.T) string {
 	return "sqlite:" + filepath.Join(t.TempDir(), "crm.db")
 }
 
-const defaultTestPostgres = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-
-func testPostgresURL() string {
-	if v := os.Getenv("MRTR_TEST_POSTGRES"); v != "" {
-		return v
-	}
-	return defaultTestPostgres
-}
-
 // freshPostgres makes a schema of its own for the test, returns a setting
 // whose search_path points at it, and drops it when the test ends.
 func freshPostgres(t *testing.T) string {
 	t.Helper()
-	base := testPostgresURL()
+	testenv.Require(t, testenv.Postgres)
+	base := testenv.PostgresURL()
 	admin, err := sql.Open("pgx", base)
 	if err != nil {
 		t.Fatalf("the test PostgreSQL URL: %v", err)
@@ -55,7 +50,7 @@ func freshPostgres(t *testing.T) string {
 	defer cancel()
 	if err := admin.PingContext(ctx); err != nil {
 		admin.Close()
-		t.Fatalf("PostgreSQL does not answer (want 127.0.0.1:5432, trust auth, database test, or MRTR_TEST_POSTGRES; CI checks pg_isready -h 127.0.0.1 -p 5432): %v", err)
+		t.Fatalf("PostgreSQL accepts connections but does not answer (want trust auth and a database test): %v", err)
 	}
 	var b [8]byte
 	rand.Read(b[:])

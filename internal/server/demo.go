@@ -30,7 +30,7 @@ var contactSchema = json.RawMessage(`{"type":"object","properties":{` +
 	`"required":["name","email"]}`)
 
 func (s *Server) addDemoTools() {
-	s.mcp.AddTool(&mcp.Tool{
+	s.addTool(&mcp.Tool{
 		Name:        "book_demo_call",
 		Title:       "Book a demo call",
 		Description: "Books a demo call with our team. Asks the user for their name and work email, then for a time slot and a confirmation. Nothing is booked until every answer is in.",
@@ -39,7 +39,7 @@ func (s *Server) addDemoTools() {
 			`"booking":{"type":"object","properties":{"id":{"type":"string"},"name":{"type":"string"},"email":{"type":"string"},"topic":{"type":"string"},"slot":{"type":"string"},"created_at":{"type":"string"}}},` +
 			`"message":{"type":"string"}},"required":["booked"]}`),
 	}, s.bookDemoCall)
-	s.mcp.AddTool(&mcp.Tool{
+	s.addTool(&mcp.Tool{
 		Name:        "list_bookings",
 		Title:       "List my bookings",
 		Description: "Lists the demo calls booked by the calling user. Read-only.",
@@ -49,7 +49,7 @@ func (s *Server) addDemoTools() {
 			`"required":["id","name","email","topic","created_at"]}}},"required":["bookings"]}`),
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
 	}, s.listBookings)
-	s.mcp.AddTool(&mcp.Tool{
+	s.addTool(&mcp.Tool{
 		Name:        "connect_calendar",
 		Title:       "Connect a calendar",
 		Description: "Connects the user's outside calendar. The API key is entered on a page of this server (URL mode), never in the chat or the MCP client.",
