@@ -20,9 +20,12 @@ type Policy interface {
 // PolicyQuery is what a Policy sees.
 type PolicyQuery struct {
 	Principal string
-	Method    string
-	Target    string
-	Inputs    []InputRequest // empty on resume
+	// Scopes and Claims are the request's (see Request).
+	Scopes []string
+	Claims json.RawMessage
+	Method string
+	Target string
+	Inputs []InputRequest // empty on resume
 	// TTL and MaxRounds are the guard's own settings, which the policy
 	// may narrow and must keep within its bounds.
 	TTL       time.Duration
@@ -61,7 +64,7 @@ func WithPolicy(p Policy) Option { return func(c *config) { c.policy = p } }
 
 func (g *Guard) policyQuery(req *Request, inputs []InputRequest) *PolicyQuery {
 	return &PolicyQuery{
-		Principal: req.Principal, Method: req.Method, Target: req.Target, Inputs: inputs,
+		Principal: req.Principal, Scopes: req.Scopes, Claims: req.Claims, Method: req.Method, Target: req.Target, Inputs: inputs,
 		TTL: g.cfg.ttl, MaxRounds: g.cfg.maxRounds,
 	}
 }

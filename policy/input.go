@@ -21,6 +21,8 @@ var (
 	kRounds    = ast.InternedTerm("max_rounds")
 	kInputs    = ast.InternedTerm("inputs")
 	kParams    = ast.InternedTerm("params")
+	kScopes    = ast.InternedTerm("scopes")
+	kClaims    = ast.InternedTerm("claims")
 )
 
 // queryInput builds the policy input of a guard query straight as an AST
@@ -33,6 +35,20 @@ func queryInput(q *host.PolicyQuery, ask bool) (ast.Value, error) {
 		ast.Item(kTTL, ast.IntNumberTerm(int(q.TTL/time.Second))),
 		ast.Item(kRounds, ast.IntNumberTerm(q.MaxRounds)),
 	)
+	scopes := make([]*ast.Term, len(q.Scopes))
+	for i, sc := range q.Scopes {
+		scopes[i] = ast.StringTerm(sc)
+	}
+	obj.Insert(kScopes, ast.ArrayTerm(scopes...))
+	claims := ast.Value(ast.NewObject())
+	if len(q.Claims) > 0 {
+		v, err := ast.ValueFromReader(bytes.NewReader(q.Claims))
+		if _, isObj := v.(ast.Object); err != nil || !isObj {
+			return nil, &host.Error{Code: host.CodePolicyDenied, Message: "the token's claims are not a JSON object", Reason: "policy_input"}
+		}
+		claims = v
+	}
+	obj.Insert(kClaims, ast.NewTerm(claims))
 	if ask {
 		inputs := ast.NewObject()
 		for _, in := range q.Inputs {

@@ -46,8 +46,8 @@ func (m *memo) put(k [32]byte, d *Decision) {
 	m.mu.Unlock()
 }
 
-// memoKey digests everything of q the policy can see (the principal only
-// when the policy reads it). With reduced unset it digests the params as
+// memoKey digests everything of q the policy can see (the principal,
+// scopes and claims only when the policy reads them). With reduced unset it digests the params as
 // sent, a cheaper key that only an identical query hits.
 func memoKey(entry byte, q *host.PolicyQuery, withPrincipal, reduced bool) [32]byte {
 	h := sha256.New()
@@ -65,6 +65,12 @@ func memoKey(entry byte, q *host.PolicyQuery, withPrincipal, reduced bool) [32]b
 	str(q.Target)
 	if withPrincipal {
 		str(q.Principal)
+		binary.LittleEndian.PutUint64(b[:], uint64(len(q.Scopes)))
+		h.Write(b[:])
+		for _, sc := range q.Scopes {
+			str(sc)
+		}
+		str(string(q.Claims))
 	}
 	binary.LittleEndian.PutUint64(b[:], uint64(q.TTL/time.Second))
 	h.Write(b[:])
@@ -88,8 +94,8 @@ func memoKey(entry byte, q *host.PolicyQuery, withPrincipal, reduced bool) [32]b
 	return k
 }
 
-// readsPrincipal reports whether any rule can see input.principal (or
-// the whole input). The compiler has made every use of input a ref.
+// readsPrincipal reports whether any rule can see who asks:
+// input.principal, input.scopes, input.claims (or the whole input). The compiler has made every use of input a ref.
 func readsPrincipal(c *ast.Compiler) bool {
 	used := false
 	for _, m := range c.Modules {
@@ -101,7 +107,7 @@ func readsPrincipal(c *ast.Compiler) bool {
 				used = true
 				return true
 			}
-			if s, ok := r[1].Value.(ast.String); !ok || s == "principal" {
+			if s, ok := r[1].Value.(ast.String); !ok || s == "principal" || s == "scopes" || s == "claims" {
 				used = true
 			}
 			return used

@@ -123,6 +123,8 @@ const CodeUndecided = "policy.undecided"
 // AskInput is the policy input of an ask (policies/README.md).
 type AskInput struct {
 	Principal  string                  `json:"principal"`
+	Scopes     []string                `json:"scopes,omitempty"`
+	Claims     map[string]any          `json:"claims,omitempty"`
 	Method     string                  `json:"method"`
 	Target     string                  `json:"target"`
 	TTLSeconds int                     `json:"ttl_seconds"`

@@ -14,13 +14,14 @@ import (
 
 	"github.com/mrtr-wasm/mrtr-wasm/host"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/crm"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/identity"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/server"
 	"github.com/mrtr-wasm/mrtr-wasm/policy"
 )
 
 // newTestServer runs the real server (guard.wasm, the shipped policy, a
 // SQLite CRM) behind httptest.
-func newTestServer(t *testing.T, tokens *server.Tokens) (*httptest.Server, *crm.Store) {
+func newTestServer(t *testing.T, auth *identity.Authenticator) (*httptest.Server, *crm.Store) {
 	t.Helper()
 	ctx := context.Background()
 	pol, err := policy.Default(ctx)
@@ -40,7 +41,7 @@ func newTestServer(t *testing.T, tokens *server.Tokens) (*httptest.Server, *crm.
 	t.Cleanup(func() { store.Close() })
 	ts := httptest.NewUnstartedServer(nil)
 	ts.Start()
-	s, err := server.New(server.Config{Guard: g, CRM: store, Tokens: tokens, PublicURL: ts.URL})
+	s, err := server.New(server.Config{Guard: g, CRM: store, Auth: auth, PublicURL: ts.URL})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/mrtr-wasm/mrtr-wasm/host"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/crm"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/identity"
 )
 
 // ProtocolVersion is the only MCP revision this server speaks.
@@ -25,8 +25,8 @@ const ProtocolVersion = "2026-07-28"
 // MaxBody bounds every request body on /mcp.
 const MaxBody = 1 << 20
 
-// Anonymous is every caller's principal when no bearer tokens are set.
-const Anonymous = "anonymous"
+// Anonymous is every caller's principal when there is no authentication.
+const Anonymous = identity.Anonymous
 
 // Guard is what the handlers need from *host.Guard (ask, resume, and run
 // an effect exactly once through the ledger).
@@ -41,9 +41,10 @@ type Config struct {
 	// Guard guards the demo tools (with the deployment's policy and ledger).
 	Guard Guard
 	CRM   *crm.Store
-	// Tokens maps bearer tokens to principals; nil means no authentication
-	// (every caller is Anonymous).
-	Tokens *Tokens
+	// Auth checks who calls /mcp (--auth-tokens or OAuth) and signs people
+	// in on the connect page; nil means no authentication (every caller is
+	// Anonymous).
+	Auth *identity.Authenticator
 	// PublicURL is where browsers reach this server (for /connect links),
 	// e.g. http://127.0.0.1:8080.
 	PublicURL string
@@ -114,10 +115,14 @@ func (s *Server) Handler() http.Handler {
 		Logger:              sdkLogger(s.log),
 	})
 	var mcpHandler http.Handler = CheckRequests(sdk)
-	if s.cfg.Tokens != nil {
-		mcpHandler = auth.RequireBearerToken(s.cfg.Tokens.Verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(mcpHandler)
-	}
 	mux := http.NewServeMux()
+	if a := s.cfg.Auth; a != nil {
+		mcpHandler = a.Middleware(mcpHandler)
+		a.RegisterMetadata(mux, "/mcp")
+		if l := a.Login(); l != nil {
+			mux.HandleFunc("GET "+l.CallbackPath(), s.connectCallback)
+		}
+	}
 	mux.Handle("/mcp", mcpHandler)
 	mux.Handle("/connect/", s.connectHandler())
 	mux.HandleFunc("GET /healthz", s.healthz)
@@ -139,8 +144,8 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 }
 
 // PrincipalOf returns the authenticated principal of a request: the
-// bearer token's principal, or Anonymous when the server has no tokens
-// (and on stdio).
+// bearer token's principal, or Anonymous when the server has no
+// authentication (and on stdio).
 func PrincipalOf(extra *mcp.RequestExtra) string {
 	if extra != nil && extra.TokenInfo != nil && extra.TokenInfo.UserID != "" {
 		return extra.TokenInfo.UserID
@@ -157,6 +162,9 @@ func HostRequest(req *mcp.CallToolRequest) (*host.Request, error) {
 		Target:       p.Name,
 		Arguments:    p.Arguments,
 		RequestState: p.RequestState,
+	}
+	if err := fillIdentity(r, req.Extra); err != nil {
+		return nil, err
 	}
 	return r, fillRetry(r, p.Meta, p.InputResponses)
 }
@@ -178,7 +186,31 @@ func HostPromptRequest(req *mcp.GetPromptRequest) (*host.Request, error) {
 		Arguments:    args,
 		RequestState: p.RequestState,
 	}
+	if err := fillIdentity(r, req.Extra); err != nil {
+		return nil, err
+	}
 	return r, fillRetry(r, p.Meta, p.InputResponses)
+}
+
+// fillIdentity gives the guard (and so the policy) the token's scopes and
+// chosen claims.
+func fillIdentity(r *host.Request, extra *mcp.RequestExtra) error {
+	if extra == nil {
+		return nil
+	}
+	id := identity.FromTokenInfo(extra.TokenInfo)
+	if id == nil {
+		return nil
+	}
+	r.Scopes = id.Scopes
+	if len(id.Claims) > 0 {
+		b, err := json.Marshal(id.Claims)
+		if err != nil {
+			return err
+		}
+		r.Claims = b
+	}
+	return nil
 }
 
 func fillRetry(r *host.Request, meta mcp.Meta, responses mcp.InputResponseMap) error {
