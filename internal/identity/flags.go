@@ -121,6 +121,9 @@ func (f *Flags) Build(ctx context.Context, o Options) (*Authenticator, error) {
 	a.metadataURL = base + MetadataPath(o.ResourcePath)
 	a.scopes = split(f.Scopes)
 	a.policyClaims = split(f.PolicyClaims)
+	if f.PolicyClaims == "" {
+		a.policyClaims = split(DefaultPolicyClaims)
+	}
 	audience := f.Audience
 	if audience == "" {
 		audience = a.resource
