@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -76,8 +77,13 @@ func startServe(t *testing.T, extra ...string) *served {
 	if err := os.WriteFile(tokens, []byte(`{"`+tokAlice+`":"alice","`+tokBob+`":"bob"}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	args := append([]string{"--addr", "127.0.0.1:0", "--keys", keys, "--auth-tokens", tokens,
-		"--data", filepath.Join(dir, "data"), "--wasm-cache", sharedCache, "--log-format", "json", "--log-level", "debug"}, extra...)
+	auth := []string{"--auth-tokens", tokens}
+	if slices.Contains(extra, "--oauth-issuer") {
+		auth = nil
+	}
+	args := append(append([]string{"--addr", "127.0.0.1:0", "--keys", keys}, auth...),
+		"--data", filepath.Join(dir, "data"), "--wasm-cache", sharedCache, "--log-format", "json", "--log-level", "debug")
+	args = append(args, extra...)
 	logs := &syncBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	addr := make(chan string, 1)
