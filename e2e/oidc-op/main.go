@@ -118,14 +118,18 @@ func (c client) GrantTypes() []oidc.GrantType {
 }
 
 func (s *store) GetClientByClientID(ctx context.Context, id string) (op.Client, error) {
-	c, err := s.Storage.GetClientByClientID(ctx, id)
-	if err != nil {
+	if _, err := s.Storage.GetClientByClientID(ctx, id); err != nil {
 		return nil, err
 	}
-	return client{c.(*storage.Client)}, nil
+	c, ok := clients[id]
+	if !ok {
+		return nil, fmt.Errorf("client not found")
+	}
+	return client{c}, nil
 }
 
-var agents = map[string]*storage.Client{}
+// clients are the registered browser clients; agents the service clients.
+var clients, agents = map[string]*storage.Client{}, map[string]*storage.Client{}
 
 func (s *store) ClientCredentials(ctx context.Context, id, secret string) (op.Client, error) {
 	c, ok := agents[id]
@@ -217,10 +221,9 @@ func main() {
 		os.Exit(1)
 	}
 	issuer := "http://" + ln.Addr().String() + "/"
-	storage.RegisterClients(
-		storage.WebClient("mrtr-connect", connectSecret),
-		storage.WebClient("mcp-app", appSecret),
-	)
+	clients["mrtr-connect"] = storage.WebClient("mrtr-connect", connectSecret)
+	clients["mcp-app"] = storage.WebClient("mcp-app", appSecret)
+	storage.RegisterClients(clients["mrtr-connect"], clients["mcp-app"])
 	for _, id := range []string{"agent-alice", "agent-bob"} {
 		agents[id] = storage.WebClient(id, agentSecret)
 	}
