@@ -46,10 +46,20 @@ func (m *memo) put(k [32]byte, d *Decision) {
 	m.mu.Unlock()
 }
 
+// identityReads says which of input.principal, input.scopes and
+// input.claims a policy reads: only those go into the memo key, so a
+// policy that reads scopes alone still shares one decision among every
+// caller with the same scopes.
+type identityReads struct{ principal, scopes, claims bool }
+
+func (c *compiled) reads() identityReads {
+	return identityReads{c.principal, c.scopes, c.claims}
+}
+
 // memoKey digests everything of q the policy can see (the principal,
 // scopes and claims only when the policy reads them). With reduced unset it digests the params as
 // sent, a cheaper key that only an identical query hits.
-func memoKey(entry byte, q *host.PolicyQuery, withPrincipal, reduced bool) [32]byte {
+func memoKey(entry byte, q *host.PolicyQuery, who identityReads, reduced bool) [32]byte {
 	h := sha256.New()
 	var b [8]byte
 	str := func(s string) {
@@ -63,13 +73,17 @@ func memoKey(entry byte, q *host.PolicyQuery, withPrincipal, reduced bool) [32]b
 	}
 	str(q.Method)
 	str(q.Target)
-	if withPrincipal {
+	if who.principal {
 		str(q.Principal)
+	}
+	if who.scopes {
 		binary.LittleEndian.PutUint64(b[:], uint64(len(q.Scopes)))
 		h.Write(b[:])
 		for _, sc := range q.Scopes {
 			str(sc)
 		}
+	}
+	if who.claims {
 		str(string(q.Claims))
 	}
 	binary.LittleEndian.PutUint64(b[:], uint64(q.TTL/time.Second))
@@ -94,9 +108,9 @@ func memoKey(entry byte, q *host.PolicyQuery, withPrincipal, reduced bool) [32]b
 	return k
 }
 
-// readsPrincipal reports whether any rule can see who asks:
-// input.principal, input.scopes, input.claims (or the whole input). The compiler has made every use of input a ref.
-func readsPrincipal(c *ast.Compiler) bool {
+// reads reports whether any rule can see input.<member> (or the whole
+// input). The compiler has made every use of input a ref.
+func reads(c *ast.Compiler, member string) bool {
 	used := false
 	for _, m := range c.Modules {
 		ast.WalkRefs(m, func(r ast.Ref) bool {
@@ -107,7 +121,7 @@ func readsPrincipal(c *ast.Compiler) bool {
 				used = true
 				return true
 			}
-			if s, ok := r[1].Value.(ast.String); !ok || s == "principal" || s == "scopes" || s == "claims" {
+			if s, ok := r[1].Value.(ast.String); !ok || string(s) == member {
 				used = true
 			}
 			return used

@@ -162,11 +162,11 @@ func (c *compiled) decide(ctx context.Context, entry byte, q *host.PolicyQuery) 
 	// The exact query first (a hash, no JSON work); then the query as the
 	// policy sees it (without messages and defaults), shared by every user
 	// of a form.
-	exact := memoKey(entry, q, c.principal, false)
+	exact := memoKey(entry, q, c.reads(), false)
 	if d := c.memo.get(exact); d != nil {
 		return d, nil
 	}
-	k := memoKey(entry, q, c.principal, true)
+	k := memoKey(entry, q, c.reads(), true)
 	if d := c.memo.get(k); d != nil {
 		c.memo.put(exact, d)
 		return d, nil
