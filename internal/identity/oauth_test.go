@@ -36,7 +36,7 @@ func (c *counting) RoundTrip(r *http.Request) (*http.Response, error) {
 	return c.rt.RoundTrip(r)
 }
 
-func build(t *testing.T, op *oidcop.OP, f Flags, log io.Writer) (*Authenticator, *counting) {
+func build(t testing.TB, op *oidcop.OP, f Flags, log io.Writer) (*Authenticator, *counting) {
 	t.Helper()
 	f.Issuer = op.Issuer
 	cnt := &counting{rt: http.DefaultTransport}
