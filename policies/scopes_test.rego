@@ -4,12 +4,17 @@ import data.mrtr.ask
 
 oauth := data.mrtr.datasets.oauth
 
-phone_form := {"c": {"method": "elicitation/create", "params": {"mode": "form", "message": "?", "requestedSchema": {"type": "object", "properties": {
-	"name": {"type": "string"},
-	"phone": {"type": "string", "title": "Phone number"},
-}}}}}
+# form is a form request as the guard core's policy.input writes it, with
+# the core's (cleared) verdict on every field.
+form(props) := {"c": {
+	"method": "elicitation/create",
+	"fields": {name: {"class": "", "language": "", "reason": ""} | some name, _ in props},
+	"params": {"mode": "form", "message": "?", "requestedSchema": {"type": "object", "properties": props}},
+}}
 
-name_form := {"c": {"method": "elicitation/create", "params": {"mode": "form", "message": "?", "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}}}}
+phone_form := form({"name": {"type": "string"}, "phone": {"type": "string", "title": "Phone number"}})
+
+name_form := form({"name": {"type": "string"}})
 
 caller(scopes, inputs) := {
 	"principal": "https://as.example#alice", "scopes": scopes, "claims": {"client_id": "crm-app"},

@@ -46,20 +46,10 @@ func (m *memo) put(k [32]byte, d *Decision) {
 	m.mu.Unlock()
 }
 
-// identityReads says which of input.principal, input.scopes and
-// input.claims a policy reads: only those go into the memo key, so a
-// policy that reads scopes alone still shares one decision among every
-// caller with the same scopes.
-type identityReads struct{ principal, scopes, claims bool }
-
-func (c *compiled) reads() identityReads {
-	return identityReads{c.principal, c.scopes, c.claims}
-}
-
-// memoKey digests everything of q the policy can see (the principal,
-// scopes and claims only when the policy reads them). With reduced unset it digests the params as
-// sent, a cheaper key that only an identical query hits.
-func memoKey(entry byte, q *host.PolicyQuery, who identityReads, reduced bool) [32]byte {
+// memoKey digests everything of q the policy can see (the principal only
+// when the policy reads it), as the host sent it: a cheap key that only an
+// identical query hits, and that needs no call into the guard core.
+func memoKey(entry byte, q *host.PolicyQuery, withPrincipal bool) [32]byte {
 	h := sha256.New()
 	var b [8]byte
 	str := func(s string) {
@@ -68,37 +58,37 @@ func memoKey(entry byte, q *host.PolicyQuery, who identityReads, reduced bool) [
 		h.Write([]byte(s))
 	}
 	h.Write([]byte{entry})
-	if reduced {
-		h.Write([]byte{'r'})
-	}
-	str(q.Method)
-	str(q.Target)
-	if who.principal {
-		str(q.Principal)
-	}
-	if who.scopes {
+	if q.Input != nil {
+		// A query with its input given is that input.
+		h.Write([]byte{'i'})
+		h.Write(q.Input)
+	} else {
+		str(q.Method)
+		str(q.Target)
+		if withPrincipal {
+			str(q.Principal)
+		}
+		// Scopes and claims are set only when the policy reads them
+		// (compiled.visible).
 		binary.LittleEndian.PutUint64(b[:], uint64(len(q.Scopes)))
 		h.Write(b[:])
 		for _, sc := range q.Scopes {
 			str(sc)
 		}
-	}
-	if who.claims {
+		if q.Scopes == nil {
+			h.Write([]byte{'-'})
+		}
 		str(string(q.Claims))
-	}
-	binary.LittleEndian.PutUint64(b[:], uint64(q.TTL/time.Second))
-	h.Write(b[:])
-	binary.LittleEndian.PutUint64(b[:], uint64(q.MaxRounds))
-	h.Write(b[:])
-	if entry == 'a' {
-		binary.LittleEndian.PutUint64(b[:], uint64(len(q.Inputs)))
+		binary.LittleEndian.PutUint64(b[:], uint64(q.TTL/time.Second))
 		h.Write(b[:])
-		for _, in := range q.Inputs {
-			str(in.Key)
-			str(in.Method)
-			if reduced {
-				str(string(policyParams(in.Params)))
-			} else {
+		binary.LittleEndian.PutUint64(b[:], uint64(q.MaxRounds))
+		h.Write(b[:])
+		if entry == 'a' {
+			binary.LittleEndian.PutUint64(b[:], uint64(len(q.Inputs)))
+			h.Write(b[:])
+			for _, in := range q.Inputs {
+				str(in.Key)
+				str(in.Method)
 				str(string(in.Params))
 			}
 		}
@@ -110,6 +100,23 @@ func memoKey(entry byte, q *host.PolicyQuery, who identityReads, reduced bool) [
 
 // reads reports whether any rule can see input.<member> (or the whole
 // input). The compiler has made every use of input a ref.
+// visible is q as the policy may see it: without the token's scopes or
+// claims unless the policy reads them, so that they neither reach OPA nor
+// split the memo for nothing.
+func (c *compiled) visible(q *host.PolicyQuery) *host.PolicyQuery {
+	if (q.Scopes == nil || c.scopes) && (q.Claims == nil || c.claims) {
+		return q
+	}
+	v := *q
+	if !c.scopes {
+		v.Scopes = nil
+	}
+	if !c.claims {
+		v.Claims = nil
+	}
+	return &v
+}
+
 func reads(c *ast.Compiler, member string) bool {
 	used := false
 	for _, m := range c.Modules {

@@ -100,8 +100,8 @@ func TestDefaultAndShippedData(t *testing.T) {
 	if e.Info().DataFile != "policies/data/demo.json" {
 		t.Errorf("default data %s", e.Info().DataFile)
 	}
-	if r := e.cur.Load().reads(); r.principal || r.claims || !r.scopes {
-		t.Errorf("the shipped policy reads input.scopes only (class_scopes), but reads says %+v", r)
+	if c := e.cur.Load(); c.principal || c.claims || !c.scopes {
+		t.Errorf("the shipped policy reads input.scopes only (class_scopes), but reads says principal %v, scopes %v, claims %v", c.principal, c.scopes, c.claims)
 	}
 }
 

@@ -38,7 +38,4 @@ func TestScopesReachThePolicy(t *testing.T) {
 			}
 		}
 	}
-	if _, err := e.Ask(context.Background(), &host.PolicyQuery{Target: "update_contact", Claims: json.RawMessage(`[1]`), Inputs: []host.InputRequest{phone}, TTL: 300e9, MaxRounds: 2}); err == nil {
-		t.Fatal("claims that are not an object should be refused")
-	}
 }

@@ -57,12 +57,18 @@ type Config struct {
 	// ConnectTTL bounds how long a /connect link stays usable (default 15 min).
 	ConnectTTL time.Duration
 	Version    string
+	// SessionIdle closes a legacy (2025-era) session after this long
+	// without a request (default 10 min); MaxSessions caps live legacy
+	// sessions (default 1000; beyond it initialize gets HTTP 503).
+	SessionIdle time.Duration
+	MaxSessions int
 }
 
 // Server is the MCP server plus its HTTP surface.
 type Server struct {
 	cfg     Config
 	mcp     *mcp.Server
+	legacy  *mcp.Server // the same tools for legacy sessions
 	metrics *Metrics
 	log     *slog.Logger
 	guard   Guard
@@ -85,23 +91,47 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Version == "" {
 		cfg.Version = "dev"
 	}
+	if cfg.SessionIdle == 0 {
+		cfg.SessionIdle = DefaultSessionIdle
+	}
+	if cfg.MaxSessions == 0 {
+		cfg.MaxSessions = DefaultMaxSessions
+	}
 	m := NewMetrics(cfg.Registry)
 	s := &Server{cfg: cfg, metrics: m, log: cfg.Logger}
 	s.guard = Instrument(cfg.Guard, m)
-	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "mrtr-wasm", Title: "mrtr-wasm demo CRM", Version: cfg.Version}, &mcp.ServerOptions{
-		Instructions:              "A demo CRM. book_demo_call books a demo call (it asks for a name, a work email and a slot); list_bookings lists your bookings; connect_calendar connects an outside calendar through a page of this server.",
+	impl := &mcp.Implementation{Name: "mrtr-wasm", Title: "mrtr-wasm demo CRM", Version: cfg.Version}
+	const instructions = "A demo CRM. book_demo_call books a demo call (it asks for a name, a work email and a slot); list_bookings lists your bookings; connect_calendar connects an outside calendar through a page of this server."
+	s.mcp = mcp.NewServer(impl, &mcp.ServerOptions{
+		Instructions:              instructions,
 		SupportedProtocolVersions: []string{ProtocolVersion},
+		Logger:                    sdkLogger(cfg.Logger),
+	})
+	s.legacy = mcp.NewServer(impl, &mcp.ServerOptions{
+		Instructions:              instructions,
+		SupportedProtocolVersions: LegacyProtocolVersions,
 		Logger:                    sdkLogger(cfg.Logger),
 	})
 	s.addDemoTools()
 	if cfg.Fixtures != nil {
 		cfg.Fixtures(s.mcp, m, cfg.Logger)
+		cfg.Fixtures(s.legacy, m, cfg.Logger)
 	}
 	return s, nil
 }
 
 // MCP returns the SDK server (for stdio).
 func (s *Server) MCP() *mcp.Server { return s.mcp }
+
+// Legacy returns the SDK server for legacy (2025-era) sessions.
+func (s *Server) Legacy() *mcp.Server { return s.legacy }
+
+// addTool registers a tool on both eras' servers; on legacy sessions its
+// input rounds are fulfilled on the session.
+func (s *Server) addTool(t *mcp.Tool, h mcp.ToolHandler) {
+	s.mcp.AddTool(t, h)
+	s.legacy.AddTool(t, s.legacyTool(h))
+}
 
 // Metrics returns the server's metrics.
 func (s *Server) Metrics() *Metrics { return s.metrics }
@@ -114,7 +144,13 @@ func (s *Server) Handler() http.Handler {
 		MaxRequestBodyBytes: MaxBody,
 		Logger:              sdkLogger(s.log),
 	})
-	var mcpHandler http.Handler = CheckRequests(sdk)
+	sessions := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.legacy }, &mcp.StreamableHTTPOptions{
+		SessionTimeout:      s.cfg.SessionIdle,
+		MaxRequestBodyBytes: MaxBody,
+		Logger:              sdkLogger(s.log),
+	})
+	var mcpHandler http.Handler = eraRouter(CheckRequests(sdk), &legacyHTTP{sdk: sessions, srv: s.legacy, max: s.cfg.MaxSessions,
+		busy: s.metrics.LegacySessionsRefused.Inc})
 	mux := http.NewServeMux()
 	if a := s.cfg.Auth; a != nil {
 		mcpHandler = a.Middleware(mcpHandler)
@@ -153,43 +189,37 @@ func PrincipalOf(extra *mcp.RequestExtra) string {
 	return Anonymous
 }
 
-// HostRequest builds the guard's view of a tools/call request.
+// HostRequest builds the guard's view of a tools/call request, with the
+// arguments, inputResponses and clientCapabilities as the client sent them.
 func HostRequest(req *mcp.CallToolRequest) (*host.Request, error) {
-	p := req.Params
-	r := &host.Request{
-		Principal:    PrincipalOf(req.Extra),
-		Method:       "tools/call",
-		Target:       p.Name,
-		Arguments:    p.Arguments,
-		RequestState: p.RequestState,
-	}
-	if err := fillIdentity(r, req.Extra); err != nil {
-		return nil, err
-	}
-	return r, fillRetry(r, p.Meta, p.InputResponses)
+	return hostRequest(req.Extra, "tools/call", req.Params.Name, req.Params.RequestState)
 }
 
 // HostPromptRequest builds the guard's view of a prompts/get request.
 func HostPromptRequest(req *mcp.GetPromptRequest) (*host.Request, error) {
-	p := req.Params
-	args, err := json.Marshal(p.Arguments)
+	return hostRequest(req.Extra, "prompts/get", req.Params.Name, req.Params.RequestState)
+}
+
+func hostRequest(extra *mcp.RequestExtra, method, target, state string) (*host.Request, error) {
+	rc, err := rawOf(extra)
 	if err != nil {
 		return nil, err
 	}
-	if p.Arguments == nil {
-		args = nil
-	}
 	r := &host.Request{
-		Principal:    PrincipalOf(req.Extra),
-		Method:       "prompts/get",
-		Target:       p.Name,
-		Arguments:    args,
-		RequestState: p.RequestState,
+		Principal:    PrincipalOf(extra),
+		Method:       method,
+		Target:       target,
+		Arguments:    rc.arguments,
+		Capabilities: rc.capabilities,
+		RequestState: state,
 	}
-	if err := fillIdentity(r, req.Extra); err != nil {
+	if string(rc.inputResponses) != "null" {
+		r.InputResponses = rc.inputResponses
+	}
+	if err := fillIdentity(r, extra); err != nil {
 		return nil, err
 	}
-	return r, fillRetry(r, p.Meta, p.InputResponses)
+	return r, nil
 }
 
 // fillIdentity gives the guard (and so the policy) the token's scopes and
@@ -209,22 +239,6 @@ func fillIdentity(r *host.Request, extra *mcp.RequestExtra) error {
 			return err
 		}
 		r.Claims = b
-	}
-	return nil
-}
-
-func fillRetry(r *host.Request, meta mcp.Meta, responses mcp.InputResponseMap) error {
-	caps, err := json.Marshal(meta[mcp.MetaKeyClientCapabilities])
-	if err != nil {
-		return err
-	}
-	r.Capabilities = caps
-	if responses != nil {
-		b, err := json.Marshal(responses)
-		if err != nil {
-			return err
-		}
-		r.InputResponses = b
 	}
 	return nil
 }
