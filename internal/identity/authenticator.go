@@ -130,8 +130,10 @@ func (a *Authenticator) Authenticate(ctx context.Context, token string) (*Identi
 	return id, nil
 }
 
-// bearer returns the token of an "Authorization: Bearer" header.
-func bearer(r *http.Request) string {
+// Bearer returns the token of a request's "Authorization: Bearer"
+// header, or "". (A proxy with --upstream-pass-token forwards it; nothing
+// else may.)
+func Bearer(r *http.Request) string {
 	h := r.Header.Get("Authorization")
 	scheme, tok, ok := strings.Cut(h, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
@@ -147,7 +149,7 @@ func bearer(r *http.Request) string {
 func (a *Authenticator) Middleware(next http.Handler) http.Handler {
 	inner := a.sdk(next)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id, err := a.Authenticate(r.Context(), bearer(r))
+		id, err := a.Authenticate(r.Context(), Bearer(r))
 		if err != nil {
 			reason := ReasonMalformed
 			var te *TokenError
