@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -309,5 +310,46 @@ func TestDiscoverRFC8414(t *testing.T) {
 	}
 	if _, err := Discover(context.Background(), http.DefaultClient, ts.URL+"/tenant/"); err == nil || !strings.Contains(err.Error(), "must match exactly") {
 		t.Fatalf("the issuer with a trailing slash: %v", err)
+	}
+}
+
+// TestLoginStart: the sign-in sends the browser to the issuer with PKCE
+// S256, state and nonce, and its cookie is HttpOnly, SameSite=Lax,
+// short-lived, and Secure once the public URL is not loopback; a public
+// URL over plain http elsewhere is refused.
+func TestLoginStart(t *testing.T) {
+	op := oidcop.Start(t)
+	f := Flags{Issuer: op.Issuer, ClientID: oidcop.ConnectClient}
+	if _, err := f.Build(context.Background(), Options{PublicURL: "http://mcp.example.com"}); err == nil || !strings.Contains(err.Error(), "loopback") {
+		t.Fatalf("plain http public URL: %v", err)
+	}
+	for _, c := range []struct {
+		public string
+		secure bool
+	}{{"https://mcp.example.com", true}, {"http://127.0.0.1:8080", false}} {
+		a, err := f.Build(context.Background(), Options{PublicURL: c.public})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := httptest.NewRecorder()
+		a.Login().Start(w, httptest.NewRequest("GET", "/connect/x", nil), "/connect/x")
+		loc, err := url.Parse(w.Header().Get("Location"))
+		if err != nil || w.Code != http.StatusSeeOther {
+			t.Fatalf("%d %v", w.Code, err)
+		}
+		q := loc.Query()
+		if q.Get("code_challenge_method") != "S256" || len(q.Get("code_challenge")) < 43 || len(q.Get("state")) < 43 || len(q.Get("nonce")) < 43 ||
+			q.Get("redirect_uri") != c.public+"/connect/callback" || q.Get("client_id") != oidcop.ConnectClient {
+			t.Fatalf("authorization request: %s", loc)
+		}
+		cookies := w.Result().Cookies()
+		if len(cookies) != 1 || !cookies[0].HttpOnly || cookies[0].SameSite != http.SameSiteLaxMode || cookies[0].MaxAge != 600 || cookies[0].Secure != c.secure {
+			t.Fatalf("%s: cookie %+v", c.public, cookies)
+		}
+		// A callback with another browser's state, or none: refused.
+		cb := httptest.NewRequest("GET", "/connect/callback?code=x&state="+q.Get("state"), nil)
+		if _, err := a.Login().Finish(httptest.NewRecorder(), cb); err == nil {
+			t.Fatal("a callback without the login cookie was accepted")
+		}
 	}
 }
