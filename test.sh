@@ -4,7 +4,8 @@
 # chromium if it is missing): formatting and vet, the reproducibility of
 # guard.wasm, the Go tests (the core natively and through wazero, the
 # shared vectors, Rego policies, the ledger against Redis, the MCP server),
-# the official MCP conformance suite, the connect page in Chromium, the
+# the official MCP conformance suite, the connect page in Chromium, OAuth
+# against zitadel's example OpenID provider (built from the Go module proxy), the
 # Node package, and guard.wasm in Deno, Bun, workerd and Chromium.
 # Needs Redis at 127.0.0.1:6379 and PostgreSQL at 127.0.0.1:5432.
 set -euo pipefail
@@ -65,6 +66,9 @@ e2e/legacy.sh
 
 echo "== the connect page in headless Chromium"
 e2e/browser.sh
+
+echo "== OAuth: serve as a protected resource of a real OpenID provider (the TS SDK's OAuth providers, the connect page's sign-in in Chromium)"
+e2e/oauth.sh
 
 echo "== sdk-js (Node.js)"
 (cd sdk-js && npm ci --no-audit --no-fund --loglevel=error && npm test)

@@ -24,9 +24,12 @@ type Policy interface {
 // PolicyQuery is what a Policy sees.
 type PolicyQuery struct {
 	Principal string
-	Method    string
-	Target    string
-	Inputs    []InputRequest // empty on resume
+	// Scopes and Claims are the request's (see Request).
+	Scopes []string
+	Claims json.RawMessage
+	Method string
+	Target string
+	Inputs []InputRequest // empty on resume
 	// TTL and MaxRounds are the guard's own settings, which the policy
 	// may narrow and must keep within its bounds.
 	TTL       time.Duration
@@ -44,7 +47,9 @@ type PolicyQuery struct {
 // every runtime, which also classifies each form field with the core's
 // secret detector. ask selects the ask decision's input (with "inputs").
 // Without withPrincipal the principal is left empty: for a policy that
-// never reads it, so that one decision serves every user of a form.
+// never reads it, so that one decision serves every user of a form. The
+// token's scopes and claims go in when set (a policy package clears what
+// its policy does not read).
 func (q *PolicyQuery) BuildInput(ctx context.Context, ask, withPrincipal bool) (json.RawMessage, error) {
 	if q.Input != nil {
 		return q.Input, nil
@@ -58,6 +63,20 @@ func (q *PolicyQuery) BuildInput(ctx context.Context, ask, withPrincipal bool) (
 		env = core.AppendJSONString(env, q.Principal)
 	} else {
 		env = append(env, `""`...)
+	}
+	if q.Scopes != nil {
+		env = append(env, `,"scopes":[`...)
+		for i, sc := range q.Scopes {
+			if i > 0 {
+				env = append(env, ',')
+			}
+			env = core.AppendJSONString(env, sc)
+		}
+		env = append(env, ']')
+	}
+	if q.Claims != nil {
+		env = append(env, `,"claims":`...)
+		env = append(env, q.Claims...)
 	}
 	env = append(env, `,"method":`...)
 	env = core.AppendJSONString(env, q.Method)
@@ -145,7 +164,7 @@ func WithPolicy(p Policy) Option { return func(c *config) { c.policy = p } }
 
 func (g *Guard) policyQuery(req *Request, inputs []InputRequest) *PolicyQuery {
 	return &PolicyQuery{
-		Principal: req.Principal, Method: req.Method, Target: req.Target, Inputs: inputs,
+		Principal: req.Principal, Scopes: req.Scopes, Claims: req.Claims, Method: req.Method, Target: req.Target, Inputs: inputs,
 		TTL: g.cfg.ttl, MaxRounds: g.cfg.maxRounds, guard: g,
 	}
 }

@@ -16,6 +16,11 @@ type Request struct {
 	// subject). A requestState opens only for the principal it was sealed
 	// for.
 	Principal string
+	// Scopes and Claims are what the caller's access token grants and
+	// says (only the claims the deployment lets the policy see, as a JSON
+	// object); the policy sees them as input.scopes and input.claims.
+	Scopes []string
+	Claims json.RawMessage
 	// Method is "tools/call", "prompts/get" or "resources/read".
 	Method string
 	// Target is the tool or prompt name, or the resource URI.

@@ -640,5 +640,8 @@ func genPolicyInput(t *testing.T) *gen {
 	pi("duplicate keys", "ask", "alice", `{"contact":`+contactForm+`,"contact":`+confirmForm+`}`, fail(core.CodeDuplicateKey))
 	v.req("missing principal", `{"v":1,"op":"policy.input","decision":"ask","method":"tools/call","target":"t"}`, fail(core.CodeRequestMalformed))
 	v.req("ttl out of range", `{"v":1,"op":"policy.input","decision":"ask","principal":"a","method":"tools/call","target":"t","ttl":-1}`, fail(core.CodeRequestMalformed))
+	v.req("an access token's scopes and claims", `{"v":1,"op":"policy.input","decision":"ask","principal":"https://as.example/#248289","scopes":["mcp","crm:write"],"claims":{"email":"ann@example.com","client_id":"crm-app"},"method":"tools/call","target":"update_contact","inputRequests":{"c":`+contactForm+`}}`, ok(""))
+	v.req("scopes not a list of strings", `{"v":1,"op":"policy.input","decision":"resume","principal":"a","scopes":["mcp",1],"method":"tools/call","target":"t"}`, fail(core.CodeRequestMalformed))
+	v.req("claims not an object", `{"v":1,"op":"policy.input","decision":"resume","principal":"a","claims":"x","method":"tools/call","target":"t"}`, fail(core.CodeRequestMalformed))
 	return v
 }

@@ -207,6 +207,21 @@ violations contains tools.denial(
 	not tools.field_allowed(m, f.name, f.classes)
 }
 
+# class_scopes: a field of that class only for a caller whose access token
+# carries the scope (OAuth; under --auth-tokens input.scopes is empty).
+violations contains tools.denial(
+	"policy.scope_missing", m.name, f.key, f.name,
+	sprintf("%s may ask for field %s (%s) only with the scope %s", [tools.quote(tools.target), tools.quote(f.name), c, tools.quote(s)]),
+) if {
+	some f in fields
+	some m in tools.matched
+	some c in f.classes
+	some s in object.get(m.rule, ["class_scopes", c], [])
+	not s in caller_scopes
+}
+
+caller_scopes := {s | some s in input.scopes}
+
 violations contains tools.denial("policy.url_invalid", "", key, "", sprintf("the URL of %s cannot be read", [tools.quote(key)])) if {
 	some key, req in inputs
 	kind(req) == "url"

@@ -59,10 +59,13 @@ type Rule struct {
 	Kinds       []string `json:"kinds,omitempty"`
 	Fields      []string `json:"fields,omitempty"`
 	Classes     []string `json:"classes,omitempty"`
-	URLHosts    []string `json:"url_hosts,omitempty"`
-	URLPaths    []string `json:"url_paths,omitempty"`
-	MaxRounds   int      `json:"max_rounds,omitempty"`
-	TTLSeconds  int      `json:"ttl_seconds,omitempty"`
+	// ClassScopes: a field of the class only for a caller whose token
+	// carries every one of the scopes.
+	ClassScopes map[string][]string `json:"class_scopes,omitempty"`
+	URLHosts    []string            `json:"url_hosts,omitempty"`
+	URLPaths    []string            `json:"url_paths,omitempty"`
+	MaxRounds   int                 `json:"max_rounds,omitempty"`
+	TTLSeconds  int                 `json:"ttl_seconds,omitempty"`
 }
 
 // dataFile is a data file checked and ready for the store.

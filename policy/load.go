@@ -70,6 +70,8 @@ type compiled struct {
 	revision    string
 	memo        *memo
 	principal   bool // the policy reads input.principal
+	scopes      bool // ... input.scopes
+	claims      bool // ... input.claims
 }
 
 func (s *source) load(ctx context.Context) (*compiled, error) {
@@ -106,7 +108,7 @@ func (s *source) load(ctx context.Context) (*compiled, error) {
 		return nil, err
 	}
 	store := newStore(df.doc)
-	c := &compiled{compiler: comp, modules: modules, sources: sources, data: df, memo: newMemo(), principal: readsPrincipal(comp)}
+	c := &compiled{compiler: comp, modules: modules, sources: sources, data: df, memo: newMemo(), principal: reads(comp, "principal"), scopes: reads(comp, "scopes"), claims: reads(comp, "claims")}
 	if c.ask, err = prepare(ctx, comp, store, askRef); err != nil {
 		return nil, regoErrors(err, s.dir)
 	}

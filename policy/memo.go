@@ -68,6 +68,17 @@ func memoKey(entry byte, q *host.PolicyQuery, withPrincipal bool) [32]byte {
 		if withPrincipal {
 			str(q.Principal)
 		}
+		// Scopes and claims are set only when the policy reads them
+		// (compiled.visible).
+		binary.LittleEndian.PutUint64(b[:], uint64(len(q.Scopes)))
+		h.Write(b[:])
+		for _, sc := range q.Scopes {
+			str(sc)
+		}
+		if q.Scopes == nil {
+			h.Write([]byte{'-'})
+		}
+		str(string(q.Claims))
 		binary.LittleEndian.PutUint64(b[:], uint64(q.TTL/time.Second))
 		h.Write(b[:])
 		binary.LittleEndian.PutUint64(b[:], uint64(q.MaxRounds))
@@ -87,9 +98,26 @@ func memoKey(entry byte, q *host.PolicyQuery, withPrincipal bool) [32]byte {
 	return k
 }
 
-// readsPrincipal reports whether any rule can see input.principal (or
-// the whole input). The compiler has made every use of input a ref.
-func readsPrincipal(c *ast.Compiler) bool {
+// reads reports whether any rule can see input.<member> (or the whole
+// input). The compiler has made every use of input a ref.
+// visible is q as the policy may see it: without the token's scopes or
+// claims unless the policy reads them, so that they neither reach OPA nor
+// split the memo for nothing.
+func (c *compiled) visible(q *host.PolicyQuery) *host.PolicyQuery {
+	if (q.Scopes == nil || c.scopes) && (q.Claims == nil || c.claims) {
+		return q
+	}
+	v := *q
+	if !c.scopes {
+		v.Scopes = nil
+	}
+	if !c.claims {
+		v.Claims = nil
+	}
+	return &v
+}
+
+func reads(c *ast.Compiler, member string) bool {
 	used := false
 	for _, m := range c.Modules {
 		ast.WalkRefs(m, func(r ast.Ref) bool {
@@ -100,7 +128,7 @@ func readsPrincipal(c *ast.Compiler) bool {
 				used = true
 				return true
 			}
-			if s, ok := r[1].Value.(ast.String); !ok || s == "principal" {
+			if s, ok := r[1].Value.(ast.String); !ok || string(s) == member {
 				used = true
 			}
 			return used

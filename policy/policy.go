@@ -125,6 +125,8 @@ const CodeUndecided = "policy.undecided"
 // AskInput is the policy input of an ask (policies/README.md).
 type AskInput struct {
 	Principal  string                  `json:"principal"`
+	Scopes     []string                `json:"scopes,omitempty"`
+	Claims     map[string]any          `json:"claims,omitempty"`
 	Method     string                  `json:"method"`
 	Target     string                  `json:"target"`
 	TTLSeconds int                     `json:"ttl_seconds"`
@@ -163,6 +165,7 @@ func (c *compiled) decide(ctx context.Context, entry byte, q *host.PolicyQuery) 
 	// the input the guard core builds (without messages and defaults, and
 	// without the principal unless the policy reads it), shared by every
 	// user of a form.
+	q = c.visible(q)
 	exact := memoKey(entry, q, c.principal)
 	if d := c.memo.get(exact); d != nil {
 		return d, nil
@@ -192,6 +195,7 @@ func (c *compiled) decide(ctx context.Context, entry byte, q *host.PolicyQuery) 
 // evalQuery evaluates a guard query without the memo: the core builds
 // the input, OPA decides.
 func (c *compiled) evalQuery(ctx context.Context, entry byte, q *host.PolicyQuery) (*Decision, error) {
+	q = c.visible(q)
 	in, err := q.BuildInput(ctx, entry == 'a', c.principal)
 	if err != nil {
 		return nil, err

@@ -100,8 +100,8 @@ func TestDefaultAndShippedData(t *testing.T) {
 	if e.Info().DataFile != "policies/data/demo.json" {
 		t.Errorf("default data %s", e.Info().DataFile)
 	}
-	if e.cur.Load().principal {
-		t.Error("the shipped policy does not read the principal, but readsPrincipal says it does")
+	if c := e.cur.Load(); c.principal || c.claims || !c.scopes {
+		t.Errorf("the shipped policy reads input.scopes only (class_scopes), but reads says principal %v, scopes %v, claims %v", c.principal, c.scopes, c.claims)
 	}
 }
 
@@ -292,7 +292,7 @@ violations contains tools.denial("policy.principal_blocked", "", "", "", "bob ma
 		t.Fatal(err)
 	}
 	if !e.cur.Load().principal {
-		t.Fatal("readsPrincipal missed input.principal")
+		t.Fatal("reads missed input.principal")
 	}
 	q := &host.PolicyQuery{Principal: "alice", Method: "tools/call", Target: "list_bookings", TTL: 5 * time.Minute, MaxRounds: 3}
 	for i := 0; i < 2; i++ { // the second time from the memo

@@ -3,7 +3,7 @@
 // requests tools may send, tests, evaluates and builds the deployment's
 // policy, and makes keys.
 //
-//	mrtr-wasm serve [--addr HOST:PORT] [--keys FILE] [--auth-tokens FILE] [--ledger URL] [--crm URL] [flags]
+//	mrtr-wasm serve [--addr HOST:PORT] [--keys FILE] [--oauth-issuer URL | --auth-tokens FILE] [--ledger URL] [--crm URL] [flags]
 //	mrtr-wasm lint [--format text|json|sarif] [--policy DIR] [--data FILE] FILE...
 //	mrtr-wasm policy test [DIR]
 //	mrtr-wasm policy eval --input FILE [--policy DIR] [--data FILE] [--decision ask|resume]

@@ -21,6 +21,7 @@ import (
 	"github.com/mrtr-wasm/mrtr-wasm/host"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/conformance"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/crm"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/identity"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/server"
 	"github.com/mrtr-wasm/mrtr-wasm/ledger"
 	"github.com/mrtr-wasm/mrtr-wasm/policy"
@@ -41,12 +42,13 @@ flags:
 
 // serveOptions are the parsed flags of serve.
 type serveOptions struct {
-	addr, publicURL, keysFile, tokensFile, policyDir, policyData string
-	ledger, dataDir, crm, audience, engine, logFormat, logLevel  string
-	cacheDir                                                     string
-	stdio, conformance                                           bool
-	stateTTL, shutdown, sessionIdle                              time.Duration
-	maxSessions                                                  int
+	addr, publicURL, keysFile, policyDir, policyData            string
+	ledger, dataDir, crm, audience, engine, logFormat, logLevel string
+	cacheDir                                                    string
+	identity                                                    identity.Flags
+	stdio, conformance                                          bool
+	stateTTL, shutdown, sessionIdle                             time.Duration
+	maxSessions                                                 int
 }
 
 func parseServe(args []string, stderr io.Writer) (*serveOptions, error) {
@@ -61,7 +63,7 @@ func parseServe(args []string, stderr io.Writer) (*serveOptions, error) {
 	fs.StringVar(&o.publicURL, "public-url", "", "base URL browsers use to reach this server, for /connect links (default http://ADDR)")
 	fs.BoolVar(&o.stdio, "stdio", false, "serve MCP on stdin/stdout (the HTTP listener still serves /connect, /healthz, /metrics)")
 	fs.StringVar(&o.keysFile, "keys", "", "file of k4.local keys (the MRTR_KEYS format; mode 0600 or stricter); default: the MRTR_KEYS environment variable")
-	fs.StringVar(&o.tokensFile, "auth-tokens", "", "JSON file mapping bearer tokens to principal names (mode 0600 or stricter); without it every caller is \"anonymous\"")
+	o.identity.Register(fs)
 	fs.StringVar(&o.policyDir, "policy", "", "policy directory (.rego files and data/); default: the shipped policies")
 	fs.StringVar(&o.policyData, "policy-data", "", "data file name in the policy's data/ (default demo)")
 	fs.StringVar(&o.ledger, "ledger", "memory:", "replay ledger: memory:, sqlite:/path/ledger.db or redis://host:6379/0")
@@ -89,6 +91,9 @@ func parseServe(args []string, stderr io.Writer) (*serveOptions, error) {
 	if o.engine != "wasm" && o.engine != "native" {
 		return nil, fmt.Errorf("--engine must be wasm or native")
 	}
+	if err := o.identity.Validate(); err != nil {
+		return nil, err
+	}
 	return o, nil
 }
 
@@ -108,7 +113,8 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		return 0
 	}
 	if err == nil {
-		err = errors.Join(checkPrivateFile("--keys", o.keysFile), checkPrivateFile("--auth-tokens", o.tokensFile))
+		err = errors.Join(checkPrivateFile("--keys", o.keysFile), checkPrivateFile("--auth-tokens", o.identity.TokensFile),
+			checkPrivateFile("--oauth-client-secret-file", o.identity.ClientSecretFile))
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "mrtr-wasm serve:", err)
@@ -173,14 +179,6 @@ func runServer(ctx context.Context, o *serveOptions, stdin io.Reader, stdout, st
 	if err != nil {
 		return err
 	}
-	var tokens *server.Tokens
-	if o.tokensFile != "" {
-		if tokens, err = server.LoadTokens(o.tokensFile); err != nil {
-			return err
-		}
-	} else {
-		log.Warn("no --auth-tokens: every caller is the principal \"anonymous\" and nobody can be told apart")
-	}
 	if err := os.MkdirAll(o.dataDir, 0o700); err != nil {
 		return fmt.Errorf("--data: %w", err)
 	}
@@ -242,8 +240,18 @@ func runServer(ctx context.Context, o *serveOptions, stdin io.Reader, stdout, st
 		publicURL = "http://" + browserAddr(ln.Addr().String())
 	}
 
+	authn, err := o.identity.Build(ctx, identity.Options{PublicURL: publicURL, Logger: log})
+	if err != nil {
+		return err
+	}
+	switch {
+	case authn == nil:
+		log.Warn("no --oauth-issuer or --auth-tokens: every caller is the principal \"anonymous\" and nobody can be told apart")
+	case authn.OAuth() && authn.Login() == nil:
+		log.Warn("--oauth-issuer without --oauth-client-id: the /connect page cannot sign people in and refuses to take keys")
+	}
 	cfg := server.Config{
-		Guard: guard, CRM: store, Tokens: tokens, PublicURL: publicURL, Logger: log, Version: version(),
+		Guard: guard, CRM: store, Auth: authn, PublicURL: publicURL, Logger: log, Version: version(),
 		SessionIdle: o.sessionIdle, MaxSessions: o.maxSessions,
 	}
 	if o.conformance {
@@ -264,7 +272,7 @@ func runServer(ctx context.Context, o *serveOptions, stdin io.Reader, stdout, st
 	log.Info("mrtr-wasm serve starting",
 		"keys", len(guard.KeyIDs()), "key_ids", strings.Join(guard.KeyIDs(), ","),
 		"engine", engine.String(), "crm", store.Where, "ledger", ledgerKind(o.ledger),
-		"policy", pol.Info().Revision, "auth", tokens != nil, "conformance", o.conformance)
+		"policy", pol.Info().Revision, "auth", authKind(authn), "conformance", o.conformance)
 
 	var hs *http.Server
 	httpDone := make(chan error, 1)
@@ -358,6 +366,17 @@ func ledgerKind(setting string) string {
 		return "memory"
 	}
 	return k
+}
+
+// authKind names the authentication in use, for the start log line.
+func authKind(a *identity.Authenticator) string {
+	switch {
+	case a == nil:
+		return "none"
+	case a.OAuth():
+		return "oauth"
+	}
+	return "tokens"
 }
 
 func version() string { return "0.1.0" }

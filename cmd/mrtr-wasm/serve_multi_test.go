@@ -256,10 +256,7 @@ func TestServeTwoInstancesShareCRMAndLedger(t *testing.T) {
 		if !ok || !strings.HasPrefix(path, "/connect/") {
 			t.Fatalf("want a link to A's /connect page, got %q", link)
 		}
-		if code, body := postForm(t, b.base+path, url.Values{"token": {tokBob}, "api_key": {markCalKey}}); code != http.StatusForbidden {
-			t.Fatalf("bob on alice's link, on B: %d %s", code, body)
-		}
-		if code, body := postForm(t, b.base+path, url.Values{"token": {tokAlice}, "api_key": {markCalKey}}); code != http.StatusOK || !strings.Contains(body, "connected") {
+		if code, body := postForm(t, b.base+path, url.Values{"api_key": {markCalKey}}); code != http.StatusOK || !strings.Contains(body, "connected") {
 			t.Fatalf("alice's link on B: %d %s", code, body)
 		}
 		consent := mcp.InputResponseMap{"calendar": &mcp.ElicitResult{Action: "accept"}}
@@ -267,7 +264,7 @@ func TestServeTwoInstancesShareCRMAndLedger(t *testing.T) {
 		if err != nil || c2.NeedsInput() || c2.IsError {
 			t.Fatalf("resumed on B: %v %+v", err, c2)
 		}
-		if code, _ := postForm(t, a.base+path, url.Values{"token": {tokAlice}, "api_key": {"another"}}); code != http.StatusGone {
+		if code, _ := postForm(t, a.base+path, url.Values{"api_key": {"another"}}); code != http.StatusGone {
 			t.Fatalf("the used link on A: %d", code)
 		}
 		var stored int

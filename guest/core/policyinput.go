@@ -37,6 +37,23 @@ func (g *Guard) policyInputOp(root int32) *Error {
 	if err != nil {
 		return err
 	}
+	// The caller's access token, when the host passes it: its scopes (a
+	// list of strings, kept in the order given) and the claims the
+	// deployment lets the policy see (an object, canonicalised).
+	scopes, claims := p.get(root, "scopes"), p.get(root, "claims")
+	if scopes >= 0 {
+		if p.kindOf(scopes) != jArray {
+			return newError(CodeRequestMalformed, "\"scopes\" must be a list of strings")
+		}
+		for _, m := range p.kids(scopes) {
+			if p.kindOf(m.val) != jString {
+				return newError(CodeRequestMalformed, "\"scopes\" must be a list of strings")
+			}
+		}
+	}
+	if claims >= 0 && p.kindOf(claims) != jObject {
+		return newError(CodeRequestMalformed, "\"claims\" must be an object")
+	}
 	reqs := p.get(root, "inputRequests")
 	if reqs >= 0 && p.kindOf(reqs) != jObject {
 		return newError(CodeRequestMalformed, "\"inputRequests\" must be an object keyed by the server's names")
@@ -48,6 +65,13 @@ func (g *Guard) policyInputOp(root int32) *Error {
 	}
 	g.begin()
 	o := append(g.out, `,"input":{`...)
+	if claims >= 0 {
+		o = append(o, `"claims":`...)
+		if o, err = p.appendCanonical(o, claims); err != nil {
+			return err
+		}
+		o = append(o, ',')
+	}
 	if decision == "ask" {
 		o = append(o, `"inputs":{`...)
 		if reqs >= 0 {
@@ -70,6 +94,17 @@ func (g *Guard) policyInputOp(root int32) *Error {
 	o = appendString(o, str[1])
 	o = append(o, `,"principal":`...)
 	o = appendString(o, str[0])
+	if scopes >= 0 {
+		o = append(o, `,"scopes":[`...)
+		for k, m := range p.kids(scopes) {
+			if k > 0 {
+				o = append(o, ',')
+			}
+			s, _ := p.string(m.val)
+			o = appendString(o, s)
+		}
+		o = append(o, ']')
+	}
 	o = append(o, `,"target":`...)
 	o = appendString(o, str[2])
 	o = append(o, `,"ttl_seconds":`...)

@@ -18,3 +18,20 @@ func TestPolicyInputOp(t *testing.T) {
 		t.Fatal(out)
 	}
 }
+
+// TestPolicyInputIdentity: the token's scopes (as given) and claims
+// (canonical) land in their sorted places; anything else is refused.
+func TestPolicyInputIdentity(t *testing.T) {
+	g := New()
+	out := string(g.Call([]byte(`{"v":1,"op":"policy.input","decision":"resume","principal":"https://as#a","scopes":["mcp","crm:write"],"claims":{"email":"a@x","client_id":"c"},"method":"tools/call","target":"t"}`)))
+	want := `{"v":1,"ok":true,"input":{"claims":{"client_id":"c","email":"a@x"},"max_rounds":0,"method":"tools/call","principal":"https://as#a","scopes":["mcp","crm:write"],"target":"t","ttl_seconds":0}}`
+	if out != want {
+		t.Fatalf("got  %s\nwant %s", out, want)
+	}
+	for _, bad := range []string{`"scopes":"mcp"`, `"scopes":[1]`, `"claims":[1]`} {
+		out := string(g.Call([]byte(`{"v":1,"op":"policy.input","decision":"resume","principal":"a",` + bad + `,"method":"tools/call","target":"t"}`)))
+		if !strings.Contains(out, `"ok":false`) || !strings.Contains(out, "mrtr.request.malformed") {
+			t.Errorf("%s: %s", bad, out)
+		}
+	}
+}

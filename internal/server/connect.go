@@ -17,12 +17,21 @@ import (
 // principal who started connect_calendar. The anti-phishing rule (verify
 // who opens the URL; make sure it is the user who started the request; do
 // not let an edited URL change that): the id in the URL is an opaque
-// 256-bit random value that names nobody; the principal is bound to it
-// server-side; the page asks for the visitor's own bearer token and only
-// stores the key when the token's principal is the one bound to the id.
+// 256-bit random value that names nobody, and the principal is bound to it
+// server-side. How the page knows who the visitor is depends on the mode:
+//
+//   - OAuth (--oauth-issuer with --oauth-client-id): the visitor signs in
+//     at the issuer (authorization code + PKCE, identity.Login), and the
+//     key is taken only when the signed-in principal is the link's.
+//   - --auth-tokens (try-outs): the link itself is the capability:
+//     unguessable, bound to its principal, short-lived and good for one
+//     key. The page names the account it connects so that a person sent
+//     someone else's link can tell; it never asks for a bearer token
+//     (RATIONALE.md says what this does not protect against).
+//   - no authentication: everyone is "anonymous" and the page says so.
+//
 // Editing the URL gives another session (bound to its own principal) or
-// none. Without --auth-tokens every caller is "anonymous", so there is
-// nobody to tell apart and the page says so.
+// none.
 
 var connectPage = template.Must(template.New("connect").Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
@@ -41,9 +50,7 @@ button{margin-top:1.2rem;padding:.6rem 1.2rem;font-size:1rem}
 {{if .Form}}<p>Your assistant asked to connect an outside calendar to the demo CRM.
 The API key you enter here goes to this server only; your assistant never sees it.</p>
 <form method="post" autocomplete="off">
-{{if .NeedToken}}<label for="token">Your access token for this server</label>
-<input id="token" name="token" type="password" required autocomplete="off">
-<p class="note">The same token your MCP client uses. It proves that you are the person who asked to connect.</p>
+{{if .Account}}<p class="note" id="account">This connects the calendar of the account <strong>{{.Account}}</strong>.{{if .Capability}} Continue only if that is you and you asked your assistant to connect a calendar just now: if someone sent you this link, close this page.{{end}}</p>
 {{else}}<p class="note">This server runs without authentication: everyone is “anonymous”.</p>{{end}}
 <label for="api_key">Calendar API key</label>
 <input id="api_key" name="api_key" type="password" required maxlength="512" autocomplete="off">
@@ -53,20 +60,19 @@ The API key you enter here goes to this server only; your assistant never sees i
 `))
 
 type pageData struct {
-	Form      bool
-	NeedToken bool
-	Error     string
-	Done      string
+	Form bool
+	// Account is the principal the link connects (shown under
+	// --auth-tokens and OAuth); Capability says the link alone proves it.
+	Account    string
+	Capability bool
+	Error      string
+	Done       string
 }
 
 func (s *Server) connectHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
-		h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
-		h.Set("Referrer-Policy", "no-referrer")
-		h.Set("Cache-Control", "no-store")
-		h.Set("X-Content-Type-Options", "nosniff")
-		h.Set("X-Frame-Options", "DENY")
+		connectHeaders(h)
 		id := strings.TrimPrefix(r.URL.Path, "/connect/")
 		if id == "" || strings.Contains(id, "/") || len(id) > 64 {
 			s.page(w, http.StatusNotFound, pageData{Error: "This link is not valid."})
@@ -82,6 +88,59 @@ func (s *Server) connectHandler() http.Handler {
 			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		}
 	})
+}
+
+func connectHeaders(h http.Header) {
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+}
+
+// visitor says who the page's visitor is for the link bound to owner: the
+// principal to store the key for, and what to show. ok false means the
+// response was written (a redirect to sign in, or a refusal).
+func (s *Server) visitor(w http.ResponseWriter, r *http.Request, id, owner string) (principal string, d pageData, ok bool) {
+	a := s.cfg.Auth
+	switch {
+	case a == nil:
+		return Anonymous, pageData{Form: true}, true
+	case a.Tokens() != nil:
+		return owner, pageData{Form: true, Account: owner, Capability: true}, true
+	case a.Login() == nil:
+		s.connectLog(r.Context(), "no_sign_in", "")
+		s.page(w, http.StatusServiceUnavailable, pageData{Error: "This server cannot sign you in (it has no --oauth-client-id), so it cannot take the key."})
+		return "", pageData{}, false
+	}
+	who := a.Login().SignedIn(r)
+	if who == nil {
+		if r.Method != http.MethodGet {
+			s.page(w, http.StatusUnauthorized, pageData{Error: "Your sign-in expired. Open the link again. Nothing was stored."})
+			return "", pageData{}, false
+		}
+		a.Login().Start(w, r, "/connect/"+id)
+		return "", pageData{}, false
+	}
+	if who.Principal != owner {
+		s.connectLog(r.Context(), "wrong_principal", who.Principal)
+		s.page(w, http.StatusForbidden, pageData{Error: "This link was started by another account, so nothing will be stored. If someone sent you this link, do not use it."})
+		return "", pageData{}, false
+	}
+	return who.Principal, pageData{Form: true, Account: who.Principal}, true
+}
+
+// connectCallback is where the issuer sends the browser back after
+// signing in.
+func (s *Server) connectCallback(w http.ResponseWriter, r *http.Request) {
+	connectHeaders(w.Header())
+	to, err := s.cfg.Auth.Login().Finish(w, r)
+	if err != nil {
+		s.connectLog(r.Context(), "sign_in_failed", "")
+		s.page(w, http.StatusBadRequest, pageData{Error: "The sign-in could not be completed. Open the link from your assistant again."})
+		return
+	}
+	http.Redirect(w, r, to, http.StatusSeeOther)
 }
 
 func (s *Server) page(w http.ResponseWriter, status int, d pageData) {
@@ -104,7 +163,9 @@ func (s *Server) connectGET(w http.ResponseWriter, r *http.Request, id string) {
 	case time.Now().After(cs.ExpiresAt):
 		s.page(w, http.StatusGone, pageData{Error: linkGone})
 	default:
-		s.page(w, http.StatusOK, pageData{Form: true, NeedToken: s.cfg.Tokens != nil})
+		if _, d, ok := s.visitor(w, r, id, cs.Principal); ok {
+			s.page(w, http.StatusOK, d)
+		}
 	}
 }
 
@@ -114,19 +175,16 @@ func (s *Server) connectPOST(w http.ResponseWriter, r *http.Request, id string) 
 		s.page(w, http.StatusBadRequest, pageData{Error: "The form could not be read."})
 		return
 	}
-	needToken := s.cfg.Tokens != nil
-	form := pageData{Form: true, NeedToken: needToken}
 	// Who is this? Verify before accepting anything.
-	principal := Anonymous
-	if needToken {
-		p, ok := s.cfg.Tokens.Principal(r.PostForm.Get("token"))
-		if !ok {
-			s.connectLog(r.Context(), "unauthenticated", "")
-			form.Error = "That access token is not valid. Nothing was stored."
-			s.page(w, http.StatusUnauthorized, form)
-			return
-		}
-		principal = p
+	cs, err := s.cfg.CRM.Connect(r.Context(), id)
+	if err != nil {
+		s.connectLog(r.Context(), "gone", "")
+		s.page(w, http.StatusGone, pageData{Error: linkGone})
+		return
+	}
+	principal, form, ok := s.visitor(w, r, id, cs.Principal)
+	if !ok {
+		return
 	}
 	key := strings.TrimSpace(r.PostForm.Get("api_key"))
 	if key == "" || len(key) > 512 || strings.IndexFunc(key, func(c rune) bool { return !unicode.IsPrint(c) }) >= 0 {
@@ -134,10 +192,13 @@ func (s *Server) connectPOST(w http.ResponseWriter, r *http.Request, id string) 
 		s.page(w, http.StatusBadRequest, form)
 		return
 	}
-	err := s.cfg.CRM.CompleteConnect(r.Context(), id, principal, key)
+	err = s.cfg.CRM.CompleteConnect(r.Context(), id, principal, key)
 	switch {
 	case err == nil:
 		s.connectLog(r.Context(), "connected", principal)
+		if l := s.cfg.Auth.Login(); l != nil {
+			l.SignOut(w, r)
+		}
 		s.page(w, http.StatusOK, pageData{Done: "Your calendar is connected. Go back to your assistant and continue."})
 	case errors.Is(err, crm.ErrPrincipal):
 		// Someone else's link: the phishing case. Say so, store nothing.

@@ -1,8 +1,9 @@
 // Package server is the MCP 2026-07-28 server behind `mrtr-wasm serve`:
 // the official Go SDK's Streamable HTTP (stateless) and stdio transports,
 // the guarded demo tools (book_demo_call, list_bookings,
-// connect_calendar), the /connect page for URL-mode elicitation, bearer
-// token principals, /healthz and /metrics.
+// connect_calendar), the /connect page for URL-mode elicitation (its
+// sign-in and who calls come from internal/identity), /healthz and
+// /metrics.
 //
 // The SDK does the JSON-RPC, the transports, server/discover, resultType
 // and the header checks. protocol.go fills the two gaps found in SDK

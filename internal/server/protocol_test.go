@@ -14,15 +14,16 @@ import (
 
 	"github.com/mrtr-wasm/mrtr-wasm/host"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/crm"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/identity"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/server"
 	"github.com/mrtr-wasm/mrtr-wasm/policy"
 )
 
 // newTestServer runs the real server (guard.wasm, the shipped policy, a
 // SQLite CRM) behind httptest.
-func newTestServer(t testing.TB, tokens *server.Tokens, edits ...func(*server.Config)) (*httptest.Server, *crm.Store) {
+func newTestServer(t testing.TB, auth *identity.Authenticator, edits ...func(*server.Config)) (*httptest.Server, *crm.Store) {
 	t.Helper()
-	cfg := server.Config{Tokens: tokens}
+	cfg := server.Config{Auth: auth}
 	for _, edit := range edits {
 		edit(&cfg)
 	}

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/mrtr-wasm/mrtr-wasm/host"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/crm"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/identity"
 )
 
 // ProtocolVersion is the only MCP revision this server speaks.
@@ -25,8 +25,8 @@ const ProtocolVersion = "2026-07-28"
 // MaxBody bounds every request body on /mcp.
 const MaxBody = 1 << 20
 
-// Anonymous is every caller's principal when no bearer tokens are set.
-const Anonymous = "anonymous"
+// Anonymous is every caller's principal when there is no authentication.
+const Anonymous = identity.Anonymous
 
 // Guard is what the handlers need from *host.Guard (ask, resume, and run
 // an effect exactly once through the ledger).
@@ -41,9 +41,10 @@ type Config struct {
 	// Guard guards the demo tools (with the deployment's policy and ledger).
 	Guard Guard
 	CRM   *crm.Store
-	// Tokens maps bearer tokens to principals; nil means no authentication
-	// (every caller is Anonymous).
-	Tokens *Tokens
+	// Auth checks who calls /mcp (--auth-tokens or OAuth) and signs people
+	// in on the connect page; nil means no authentication (every caller is
+	// Anonymous).
+	Auth *identity.Authenticator
 	// PublicURL is where browsers reach this server (for /connect links),
 	// e.g. http://127.0.0.1:8080.
 	PublicURL string
@@ -150,10 +151,14 @@ func (s *Server) Handler() http.Handler {
 	})
 	var mcpHandler http.Handler = eraRouter(CheckRequests(sdk), &legacyHTTP{sdk: sessions, srv: s.legacy, max: s.cfg.MaxSessions,
 		busy: s.metrics.LegacySessionsRefused.Inc})
-	if s.cfg.Tokens != nil {
-		mcpHandler = auth.RequireBearerToken(s.cfg.Tokens.Verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(mcpHandler)
-	}
 	mux := http.NewServeMux()
+	if a := s.cfg.Auth; a != nil {
+		mcpHandler = a.Middleware(mcpHandler)
+		a.RegisterMetadata(mux, "/mcp")
+		if l := a.Login(); l != nil {
+			mux.HandleFunc("GET "+l.CallbackPath(), s.connectCallback)
+		}
+	}
 	mux.Handle("/mcp", mcpHandler)
 	mux.Handle("/connect/", s.connectHandler())
 	mux.HandleFunc("GET /healthz", s.healthz)
@@ -175,8 +180,8 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 }
 
 // PrincipalOf returns the authenticated principal of a request: the
-// bearer token's principal, or Anonymous when the server has no tokens
-// (and on stdio).
+// bearer token's principal, or Anonymous when the server has no
+// authentication (and on stdio).
 func PrincipalOf(extra *mcp.RequestExtra) string {
 	if extra != nil && extra.TokenInfo != nil && extra.TokenInfo.UserID != "" {
 		return extra.TokenInfo.UserID
@@ -211,7 +216,31 @@ func hostRequest(extra *mcp.RequestExtra, method, target, state string) (*host.R
 	if string(rc.inputResponses) != "null" {
 		r.InputResponses = rc.inputResponses
 	}
+	if err := fillIdentity(r, extra); err != nil {
+		return nil, err
+	}
 	return r, nil
+}
+
+// fillIdentity gives the guard (and so the policy) the token's scopes and
+// chosen claims.
+func fillIdentity(r *host.Request, extra *mcp.RequestExtra) error {
+	if extra == nil {
+		return nil
+	}
+	id := identity.FromTokenInfo(extra.TokenInfo)
+	if id == nil {
+		return nil
+	}
+	r.Scopes = id.Scopes
+	if len(id.Claims) > 0 {
+		b, err := json.Marshal(id.Claims)
+		if err != nil {
+			return err
+		}
+		r.Claims = b
+	}
+	return nil
 }
 
 // ToInputRequests turns the guard's wire result into the SDK's typed map.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/mrtr-wasm/mrtr-wasm/internal/identity"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/server"
 )
 
@@ -45,12 +46,12 @@ var (
 // choose the reason operators see. The same state presented by another
 // principal is still counted as "principal".
 func TestEditedStatesAreTamperedOverTheWire(t *testing.T) {
-	tokens, err := server.NewTokens(map[string]string{"tok-alice-0123456789": "alice", "tok-bob-0123456789ab": "bob"})
+	tokens, err := identity.NewTokens(map[string]string{"tok-alice-0123456789": "alice", "tok-bob-0123456789ab": "bob"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	logs := &lockedBuffer{}
-	ts, _ := newTestServerWith(t, server.Config{Tokens: tokens, Registry: prometheus.NewRegistry(),
+	ts, _ := newTestServerWith(t, server.Config{Auth: identity.NewTokenAuthenticator(tokens, nil), Registry: prometheus.NewRegistry(),
 		Logger: slog.New(slog.NewJSONHandler(logs, nil))})
 	u := ts.URL + "/mcp"
 	as := func(tok string) map[string]string {

@@ -1,0 +1,390 @@
+package identity
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-jose/go-jose/v4"
+	"github.com/go-jose/go-jose/v4/jwt"
+	"golang.org/x/time/rate"
+)
+
+// Algorithms are the only JWS algorithms accepted: never "none", never
+// HMAC (whoever knows an HMAC key can mint tokens, and a public key
+// misread as one is the classic confusion attack).
+var Algorithms = []jose.SignatureAlgorithm{jose.RS256, jose.ES256, jose.EdDSA}
+
+// Leeway is the clock skew tolerated on exp, nbf and iat.
+const Leeway = 30 * time.Second
+
+// Why a token was refused: stable codes for logs and metrics, never the
+// token.
+const (
+	ReasonMissing   = "missing"       // no bearer token
+	ReasonMalformed = "malformed"     // not a compact JWS, or not JSON
+	ReasonAlgorithm = "algorithm"     // alg outside Algorithms
+	ReasonIssuer    = "issuer"        // another issuer
+	ReasonKey       = "unknown_key"   // kid not in the JWKS, even after a refetch
+	ReasonSignature = "signature"     // the signature does not verify
+	ReasonAudience  = "audience"      // aud does not name this resource
+	ReasonExpired   = "expired"       // exp passed (beyond Leeway)
+	ReasonNotYet    = "not_yet_valid" // nbf or iat in the future
+	ReasonClaims    = "claims"        // exp or sub missing
+	ReasonUnknown   = "unknown_token" // not in --auth-tokens
+	ReasonScope     = "insufficient_scope"
+)
+
+// TokenError is a refused token: a Reason code and nothing of the token.
+type TokenError struct{ Reason string }
+
+func (e *TokenError) Error() string { return "invalid token (" + e.Reason + ")" }
+
+func refuse(reason string) error { return &TokenError{Reason: reason} }
+
+// ProviderMetadata is what discovery found about the authorization
+// server (the members this package uses).
+type ProviderMetadata struct {
+	Issuer                string   `json:"issuer"`
+	JWKSURI               string   `json:"jwks_uri"`
+	AuthorizationEndpoint string   `json:"authorization_endpoint"`
+	TokenEndpoint         string   `json:"token_endpoint"`
+	ScopesSupported       []string `json:"scopes_supported"`
+	CodeChallengeMethods  []string `json:"code_challenge_methods_supported"`
+}
+
+// CheckURL allows https, and plain http only for a loopback host.
+func CheckURL(what, raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
+		return nil, fmt.Errorf("%s %q is not an absolute http(s) URL", what, raw)
+	}
+	if u.Scheme == "http" && !IsLoopback(u.Hostname()) {
+		return nil, fmt.Errorf("%s %q: plain http is allowed only for a loopback host; use https", what, raw)
+	}
+	if u.User != nil || u.Fragment != "" {
+		return nil, fmt.Errorf("%s %q must not carry user info or a fragment", what, raw)
+	}
+	return u, nil
+}
+
+// IsLoopback reports whether host is localhost or a loopback IP.
+func IsLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// Discover reads the issuer's metadata: OpenID Connect Discovery first,
+// then RFC 8414 (with the issuer's path after the well-known part). The
+// document must name the very issuer asked for.
+func Discover(ctx context.Context, client *http.Client, issuer string) (*ProviderMetadata, error) {
+	u, err := CheckURL("--oauth-issuer", issuer)
+	if err != nil {
+		return nil, err
+	}
+	if u.RawQuery != "" {
+		return nil, fmt.Errorf("--oauth-issuer %q must not have a query", issuer)
+	}
+	path := strings.TrimSuffix(u.EscapedPath(), "/")
+	oidcURL := u.Scheme + "://" + u.Host + path + "/.well-known/openid-configuration"
+	rfc8414 := u.Scheme + "://" + u.Host + "/.well-known/oauth-authorization-server" + path
+	var errs []error
+	for _, where := range []string{oidcURL, rfc8414} {
+		var m ProviderMetadata
+		if err := getJSON(ctx, client, where, &m); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if m.Issuer != issuer {
+			return nil, fmt.Errorf("--oauth-issuer: %s names the issuer %q, not %q (they must match exactly, trailing slash included)", where, m.Issuer, issuer)
+		}
+		if m.JWKSURI == "" {
+			return nil, fmt.Errorf("--oauth-issuer: %s has no jwks_uri", where)
+		}
+		for what, v := range map[string]string{"jwks_uri": m.JWKSURI, "authorization_endpoint": m.AuthorizationEndpoint, "token_endpoint": m.TokenEndpoint} {
+			if v == "" {
+				continue
+			}
+			if _, err := CheckURL(what, v); err != nil {
+				return nil, fmt.Errorf("--oauth-issuer: %w", err)
+			}
+		}
+		return &m, nil
+	}
+	return nil, fmt.Errorf("--oauth-issuer: no discovery document: %w", errors.Join(errs...))
+}
+
+func getJSON(ctx context.Context, client *http.Client, where string, v any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, where, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Accept", "application/json")
+	res, err := client.Do(req)
+	if err != nil {
+		return fmt.Errorf("GET %s: %w", where, err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", where, res.Status)
+	}
+	if err := json.NewDecoder(io.LimitReader(res.Body, 1<<20)).Decode(v); err != nil {
+		return fmt.Errorf("GET %s: not JSON: %w", where, err)
+	}
+	return nil
+}
+
+// Verifier checks JWTs of one issuer for one audience. Its JWKS is
+// fetched at start and again when a token names a kid it does not know,
+// at most refetchBurst times in a row and then once per refetchEvery, so
+// garbage kids cannot make it hammer the issuer. A verified token is
+// remembered by its SHA-256 until it expires: a client sends the same
+// token on every request, and the second check is a hash and a map
+// lookup instead of an RSA verification.
+type Verifier struct {
+	issuer, audience string
+	jwksURI          string
+	client           *http.Client
+	limiter          *rate.Limiter
+	fetchMu          sync.Mutex // one refetch at a time
+
+	mu   sync.RWMutex
+	keys []jose.JSONWebKey
+
+	cacheMu sync.Mutex
+	cache   map[[32]byte]*Claims
+
+	// now is the clock; tests replace it (never public API).
+	now func() time.Time
+}
+
+const (
+	refetchEvery = 10 * time.Second
+	refetchBurst = 3
+	cacheMax     = 10000
+	// MaxTokenBytes bounds a token before any parsing.
+	MaxTokenBytes = 16 << 10
+)
+
+// Claims is what a verified token says.
+type Claims struct {
+	Issuer, Subject string
+	Audience        []string
+	Scopes          []string
+	Expiry          time.Time
+	// All holds every claim of the token (for Identity's chosen claims).
+	All map[string]any
+}
+
+// NewVerifier fetches the JWKS once and returns a verifier for tokens of
+// issuer whose aud names audience.
+func NewVerifier(ctx context.Context, client *http.Client, issuer, audience, jwksURI string) (*Verifier, error) {
+	if audience == "" {
+		return nil, errors.New("identity: an audience is required")
+	}
+	v := &Verifier{
+		issuer: issuer, audience: audience, jwksURI: jwksURI, client: client,
+		limiter: rate.NewLimiter(rate.Every(refetchEvery), refetchBurst),
+		cache:   map[[32]byte]*Claims{},
+		now:     time.Now,
+	}
+	if err := v.fetch(ctx); err != nil {
+		return nil, fmt.Errorf("--oauth-issuer: the JWKS: %w", err)
+	}
+	return v, nil
+}
+
+func (v *Verifier) fetch(ctx context.Context) error {
+	var set jose.JSONWebKeySet
+	if err := getJSON(ctx, v.client, v.jwksURI, &set); err != nil {
+		return err
+	}
+	var keys []jose.JSONWebKey
+	for _, k := range set.Keys {
+		if !k.IsPublic() || (k.Use != "" && k.Use != "sig") || !algAllowed(k.Algorithm, true) {
+			continue
+		}
+		keys = append(keys, k)
+	}
+	v.mu.Lock()
+	v.keys = keys
+	v.mu.Unlock()
+	return nil
+}
+
+func algAllowed(alg string, emptyOK bool) bool {
+	if alg == "" {
+		return emptyOK
+	}
+	for _, a := range Algorithms {
+		if string(a) == alg {
+			return true
+		}
+	}
+	return false
+}
+
+// lookup finds the keys a token's header can mean: by kid, or every key
+// when the token names none.
+func (v *Verifier) lookup(kid, alg string) []jose.JSONWebKey {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	var out []jose.JSONWebKey
+	for _, k := range v.keys {
+		if (kid == "" || k.KeyID == kid) && (k.Algorithm == "" || k.Algorithm == alg) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// refetch reads the JWKS again if the rate limit allows; it reports
+// whether it did.
+func (v *Verifier) refetch(ctx context.Context) bool {
+	v.fetchMu.Lock()
+	defer v.fetchMu.Unlock()
+	if !v.limiter.Allow() {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	return v.fetch(ctx) == nil
+}
+
+// Verify checks a token: size, an allowed alg, the issuer, a known key
+// (refetching the JWKS once for an unknown kid), the signature, aud, exp
+// (required), nbf and iat with Leeway, and a non-empty sub. Errors are
+// *TokenError.
+func (v *Verifier) Verify(ctx context.Context, raw string) (*Claims, error) {
+	if len(raw) > MaxTokenBytes || raw == "" {
+		return nil, refuse(ReasonMalformed)
+	}
+	now := v.now()
+	sum := sha256.Sum256([]byte(raw))
+	v.cacheMu.Lock()
+	c, ok := v.cache[sum]
+	v.cacheMu.Unlock()
+	if ok {
+		if now.Add(-Leeway).After(c.Expiry) {
+			v.cacheMu.Lock()
+			delete(v.cache, sum)
+			v.cacheMu.Unlock()
+			return nil, refuse(ReasonExpired)
+		}
+		return c, nil
+	}
+	c, err := v.verify(ctx, raw, now)
+	if err != nil {
+		return nil, err
+	}
+	v.cacheMu.Lock()
+	if len(v.cache) >= cacheMax {
+		for k, old := range v.cache {
+			if now.Add(-Leeway).After(old.Expiry) || len(v.cache) >= cacheMax {
+				delete(v.cache, k)
+			}
+		}
+	}
+	v.cache[sum] = c
+	v.cacheMu.Unlock()
+	return c, nil
+}
+
+func (v *Verifier) verify(ctx context.Context, raw string, now time.Time) (*Claims, error) {
+	tok, err := jwt.ParseSigned(raw, Algorithms)
+	if err != nil {
+		if strings.Contains(err.Error(), "unexpected signature algorithm") {
+			return nil, refuse(ReasonAlgorithm)
+		}
+		return nil, refuse(ReasonMalformed)
+	}
+	if len(tok.Headers) != 1 {
+		return nil, refuse(ReasonMalformed)
+	}
+	h := tok.Headers[0]
+	// The issuer first, unverified: a foreign token must not cost a JWKS
+	// refetch.
+	var pre jwt.Claims
+	if err := tok.UnsafeClaimsWithoutVerification(&pre); err != nil {
+		return nil, refuse(ReasonMalformed)
+	}
+	if pre.Issuer != v.issuer {
+		return nil, refuse(ReasonIssuer)
+	}
+	keys := v.lookup(h.KeyID, h.Algorithm)
+	if len(keys) == 0 && v.refetch(ctx) {
+		keys = v.lookup(h.KeyID, h.Algorithm)
+	}
+	if len(keys) == 0 {
+		return nil, refuse(ReasonKey)
+	}
+	var (
+		std jwt.Claims
+		all map[string]any
+	)
+	verified := false
+	for _, k := range keys {
+		if tok.Claims(k.Key, &std, &all) == nil {
+			verified = true
+			break
+		}
+	}
+	if !verified {
+		return nil, refuse(ReasonSignature)
+	}
+	if std.Expiry == nil || std.Subject == "" {
+		return nil, refuse(ReasonClaims)
+	}
+	err = std.ValidateWithLeeway(jwt.Expected{Issuer: v.issuer, AnyAudience: jwt.Audience{v.audience}, Time: now}, Leeway)
+	switch {
+	case err == nil:
+	case errors.Is(err, jwt.ErrInvalidAudience):
+		return nil, refuse(ReasonAudience)
+	case errors.Is(err, jwt.ErrExpired):
+		return nil, refuse(ReasonExpired)
+	case errors.Is(err, jwt.ErrNotValidYet), errors.Is(err, jwt.ErrIssuedInTheFuture):
+		return nil, refuse(ReasonNotYet)
+	case errors.Is(err, jwt.ErrInvalidIssuer):
+		return nil, refuse(ReasonIssuer)
+	default:
+		return nil, refuse(ReasonClaims)
+	}
+	return &Claims{
+		Issuer: std.Issuer, Subject: std.Subject, Audience: std.Audience,
+		Scopes: scopesOf(all), Expiry: std.Expiry.Time(), All: all,
+	}, nil
+}
+
+// scopesOf reads "scope" (RFC 9068, space-separated) or "scp" (a list or
+// a string, as some issuers send).
+func scopesOf(all map[string]any) []string {
+	switch s := all["scope"].(type) {
+	case string:
+		return strings.Fields(s)
+	}
+	switch s := all["scp"].(type) {
+	case string:
+		return strings.Fields(s)
+	case []any:
+		var out []string
+		for _, x := range s {
+			if str, ok := x.(string); ok {
+				out = append(out, str)
+			}
+		}
+		return out
+	}
+	return nil
+}
