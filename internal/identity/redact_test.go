@@ -1,4 +1,4 @@
-package server
+package identity
 
 import (
 	"crypto/sha256"

@@ -1,4 +1,4 @@
-package server
+package identity
 
 import (
 	"fmt"
@@ -13,7 +13,7 @@ import (
 
 // String shows the number of tokens.
 func (t Tokens) String() string {
-	return fmt.Sprintf("server.Tokens(%d tokens, redacted)", len(t.byDigest))
+	return fmt.Sprintf("identity.Tokens(%d tokens, redacted)", len(t.byDigest))
 }
 
 // GoString is String.
