@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mrtr-wasm/mrtr-wasm/guest/core"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/testseam"
 	"github.com/mrtr-wasm/mrtr-wasm/ledger"
 	"github.com/mrtr-wasm/mrtr-wasm/wasm"
 )
@@ -40,6 +41,10 @@ type config struct {
 	module         []byte
 	policy         Policy
 	ledger         ledger.Ledger
+	ledgerWait     time.Duration
+	ledgerLease    time.Duration
+	ledgerMargin   time.Duration
+	ledgerTimeout  time.Duration
 }
 
 // WithKeys sets the keyring (required).
@@ -84,11 +89,18 @@ func WithMemoryLimit(mib int) Option { return func(c *config) { c.memoryLimitMiB
 // 256). A guest that needs more traps and its instance is replaced.
 func WithMaxMemory(mib int) Option { return func(c *config) { c.maxMemoryMiB = uint32(mib) } }
 
-// WithClock replaces the clock (tests).
-func WithClock(now func() time.Time) Option { return func(c *config) { c.now = now } }
+// withClock replaces the clock, and withRandom the source of nonces and
+// operation ids: test seams, reached through internal/testseam (or
+// export_test.go) so that no caller can weaken the nonces.
+func withClock(now func() time.Time) Option { return func(c *config) { c.now = now } }
 
-// WithRandom replaces the source of nonces and operation ids (tests).
-func WithRandom(r io.Reader) Option { return func(c *config) { c.rand = r } }
+func withRandom(r io.Reader) Option { return func(c *config) { c.rand = r } }
+
+func init() {
+	testseam.Register(
+		func(now func() time.Time) any { return withClock(now) },
+		func(r io.Reader) any { return withRandom(r) })
+}
 
 // WithModule runs another build of guard.wasm instead of the embedded one.
 func WithModule(b []byte) Option { return func(c *config) { c.module = b } }
@@ -98,6 +110,7 @@ func WithModule(b []byte) Option { return func(c *config) { c.module = b } }
 // concurrent use.
 type Guard struct {
 	cfg  config
+	once *onceLedger
 	eng  engine
 	idle chan *slot
 	live chan struct{}
@@ -143,7 +156,7 @@ func New(ctx context.Context, opts ...Option) (*Guard, error) {
 	if cfg.ttl < time.Second || cfg.ttl > core.MaxTTLSeconds*time.Second {
 		return nil, fmt.Errorf("mrtr: TTL %v is outside 1s..24h", cfg.ttl)
 	}
-	g := &Guard{cfg: cfg, idle: make(chan *slot, cfg.poolSize), live: make(chan struct{}, cfg.poolSize)}
+	g := &Guard{cfg: cfg, once: newOnceLedger(&cfg), idle: make(chan *slot, cfg.poolSize), live: make(chan struct{}, cfg.poolSize)}
 	switch cfg.engine {
 	case EngineNative:
 		g.eng = nativeEngine{}

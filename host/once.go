@@ -19,14 +19,11 @@ const (
 	defaultLedgerTimeout = time.Second
 )
 
-// onceLedger is the ledger with the timings Once uses. The options keep
-// it in config.ledger (the one field the guard has for the ledger); each
-// option builds a new one, so options shared by two guards share nothing.
+// onceLedger is the ledger with the timings Once uses, fixed by New.
 type onceLedger struct {
 	ledger.Ledger
 	wait, lease, margin, timeout time.Duration
 	local                        bool // in-process: no deadlines needed
-	ready                        bool // defaults filled in
 }
 
 // bound gives a ledger call its deadline; the in-process ledger never
@@ -38,88 +35,51 @@ func (l *onceLedger) bound(ctx context.Context) (context.Context, context.Cancel
 	return context.WithTimeout(ctx, l.timeout)
 }
 
-func onceOf(c *config) *onceLedger {
-	o := &onceLedger{Ledger: c.ledger}
-	if prev, ok := c.ledger.(*onceLedger); ok {
-		*o = *prev
+// newOnceLedger fills in the defaults of what the options set.
+func newOnceLedger(c *config) *onceLedger {
+	o := &onceLedger{Ledger: c.ledger, wait: c.ledgerWait, lease: c.ledgerLease, margin: c.ledgerMargin, timeout: c.ledgerTimeout}
+	if o.Ledger == nil {
+		o.Ledger = ledger.NewMemory()
 	}
-	c.ledger = o
+	if o.wait <= 0 {
+		o.wait = defaultLedgerWait
+	}
+	if o.lease <= 0 {
+		o.lease = defaultLedgerLease
+	}
+	if o.margin <= 0 {
+		o.margin = defaultLedgerMargin
+	}
+	if o.timeout <= 0 {
+		o.timeout = defaultLedgerTimeout
+	}
+	o.local = ledger.InProcess(o.Ledger)
 	return o
 }
 
 // WithLedger sets the replay ledger (default: an in-memory one).
-// ledger.Open makes one from a setting: "memory:", "sqlite:/path/file.db",
-// "redis://host:6379/0". Guards that share it run each effect once
+// ledger.Open makes one from a setting: "memory:", "sqlite:/path/file.db"
+// (with ledger/sqlite imported), "redis://host:6379/0" (ledger/redis). Guards that share it run each effect once
 // between them. The guard does not close it.
-func WithLedger(l ledger.Ledger) Option {
-	return func(c *config) {
-		if _, ok := c.ledger.(*onceLedger); ok {
-			onceOf(c).Ledger = l
-			return
-		}
-		c.ledger = l
-	}
-}
+func WithLedger(l ledger.Ledger) Option { return func(c *config) { c.ledger = l } }
 
 // WithLedgerWait bounds how long Once waits for a duplicate's result
 // before it answers CodeInProgress (default 2 s).
-func WithLedgerWait(d time.Duration) Option { return func(c *config) { onceOf(c).wait = d } }
+func WithLedgerWait(d time.Duration) Option { return func(c *config) { c.ledgerWait = d } }
 
 // WithLedgerLease sets how long a claim holds an operation before it
 // expires, so that a request whose server died can be completed later
 // (default 30 s). Once ends the effect's context when the lease ends.
-func WithLedgerLease(d time.Duration) Option { return func(c *config) { onceOf(c).lease = d } }
+func WithLedgerLease(d time.Duration) Option { return func(c *config) { c.ledgerLease = d } }
 
 // WithLedgerMargin is added to the state's lifetime to get how long a
 // finished operation is remembered (default 1 min, for clock skew
 // between instances; must be positive).
-func WithLedgerMargin(d time.Duration) Option { return func(c *config) { onceOf(c).margin = d } }
+func WithLedgerMargin(d time.Duration) Option { return func(c *config) { c.ledgerMargin = d } }
 
 // WithLedgerTimeout bounds each ledger call (default 1 s). A call that
 // runs over fails closed.
-func WithLedgerTimeout(d time.Duration) Option { return func(c *config) { onceOf(c).timeout = d } }
-
-// onceMu guards config.ledger, which replayLedger completes on first use.
-var onceMu sync.RWMutex
-
-// replayLedger returns the guard's ledger with its timings, creating the
-// in-memory default on first use.
-func (g *Guard) replayLedger() *onceLedger {
-	onceMu.RLock()
-	o, ok := g.cfg.ledger.(*onceLedger)
-	onceMu.RUnlock()
-	if ok && o.ready {
-		return o
-	}
-	onceMu.Lock()
-	defer onceMu.Unlock()
-	o, ok = g.cfg.ledger.(*onceLedger)
-	if !ok || !o.ready {
-		n := &onceLedger{Ledger: g.cfg.ledger}
-		if ok {
-			*n = *o
-		}
-		if n.Ledger == nil {
-			n.Ledger = ledger.NewMemory()
-		}
-		if n.wait <= 0 {
-			n.wait = defaultLedgerWait
-		}
-		if n.lease <= 0 {
-			n.lease = defaultLedgerLease
-		}
-		if n.margin <= 0 {
-			n.margin = defaultLedgerMargin
-		}
-		if n.timeout <= 0 {
-			n.timeout = defaultLedgerTimeout
-		}
-		n.local = ledger.InProcess(n.Ledger)
-		n.ready = true
-		g.cfg.ledger, o = n, n
-	}
-	return o
-}
+func WithLedgerTimeout(d time.Duration) Option { return func(c *config) { c.ledgerTimeout = d } }
 
 // Each call returns a new *Error: callers may annotate theirs.
 func errOnceNotComplete() error {
@@ -167,7 +127,7 @@ func (g *Guard) Once(ctx context.Context, o *Outcome, effect func(ctx context.Co
 	if effect == nil {
 		return nil, false, &Error{Code: CodeInternal, Message: "Once needs an effect"}
 	}
-	l := g.replayLedger()
+	l := g.once
 	deadline := time.Now().Add(l.wait)
 	pause := time.Millisecond
 	for {

@@ -17,7 +17,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -26,13 +25,17 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/logging"
 
 	"github.com/mrtr-wasm/mrtr-wasm/host"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/testenv"
 	"github.com/mrtr-wasm/mrtr-wasm/ledger"
+	_ "github.com/mrtr-wasm/mrtr-wasm/ledger/redis"
+	_ "github.com/mrtr-wasm/mrtr-wasm/ledger/sqlite"
 )
 
 // The fault tests dial closed ports on purpose: keep go-redis quiet.
@@ -315,30 +318,68 @@ func TestOnceConcurrentDuplicate(t *testing.T) {
 // TestOnceDeadOwner: a claim whose owner died (claimed, never finished)
 // blocks duplicates until its lease ends; then the request completes.
 func TestOnceDeadOwner(t *testing.T) {
-	ctx := context.Background()
-	for name, open := range map[string]func(t *testing.T) ledger.Ledger{
-		"memory": func(t *testing.T) ledger.Ledger { return ledger.NewMemory() },
-		"sqlite": func(t *testing.T) ledger.Ledger { return onceSQLite(t) },
-		"redis":  func(t *testing.T) ledger.Ledger { return onceRedis(t, onceRedisURL()) },
+	for name, b := range map[string]struct {
+		open func(t *testing.T) ledger.Ledger
+		// bubble: the ledger reads Go's clock, so the lease runs on
+		// synctest's fake one; Redis keeps its own time and is polled.
+		bubble bool
+	}{
+		"memory": {func(t *testing.T) ledger.Ledger { return ledger.NewMemory() }, true},
+		"sqlite": {func(t *testing.T) ledger.Ledger { return onceSQLite(t) }, true},
+		"redis":  {func(t *testing.T) ledger.Ledger { return onceRedis(t, onceRedisURL()) }, false},
 	} {
-		t.Run(name, func(t *testing.T) {
-			l := open(t)
+		run := func(t *testing.T) {
+			ctx := context.Background()
+			l := b.open(t)
 			g := onceGuard(t, host.NewKeyring(), host.WithEngine(host.EngineNative), host.WithLedger(l), host.WithLedgerWait(50*time.Millisecond))
 			o := onceResume(t, g, onceAsk(t, g, onceAnswer))
-			// Another instance claimed with a 300 ms lease and was killed.
+			// Another instance claimed and was killed.
+			lease := 300 * time.Millisecond
+			if !b.bubble {
+				lease = 3 * time.Second
+			}
 			fp := onceFingerprintOf(t, g, o, l)
-			if _, err := l.Claim(ctx, o.OperationID, fp, 300*time.Millisecond); err != nil {
+			if _, err := l.Claim(ctx, o.OperationID, fp, lease); err != nil {
 				t.Fatal(err)
 			}
 			var c onceCounter
 			_, _, err := g.Once(ctx, o, c.effect)
 			onceCode(t, err, host.CodeInProgress)
-			time.Sleep(400 * time.Millisecond)
+			if b.bubble {
+				time.Sleep(lease)
+			} else {
+				onceAwait(t, l, o.OperationID, ledger.Absent)
+			}
 			res, replay, err := g.Once(ctx, o, c.effect)
 			if err != nil || replay || c.n.Load() != 1 {
 				t.Fatalf("after the lease: %s %v %v (%d runs)", res, replay, err, c.n.Load())
 			}
+		}
+		t.Run(name, func(t *testing.T) {
+			if b.bubble {
+				synctest.Test(t, run)
+			} else {
+				run(t)
+			}
 		})
+	}
+}
+
+// onceAwait polls l until op is in state want (a Redis TTL runs on the
+// server's clock), failing after 10 s.
+func onceAwait(t *testing.T, l ledger.Ledger, op string, want ledger.State) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		e, err := l.Get(context.Background(), op)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.State == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s still %v after 10 s, want %v", op, e.State, want)
+		}
 	}
 }
 
@@ -444,27 +485,31 @@ func TestOnceEffectContext(t *testing.T) {
 // plus the margin, then forgotten (the state has expired by then).
 func TestOnceExpires(t *testing.T) {
 	ctx := context.Background()
-	l := ledger.NewMemory()
-	g := onceGuard(t, host.NewKeyring(), host.WithEngine(host.EngineNative), host.WithLedger(l),
-		host.WithTTL(time.Second), host.WithLedgerMargin(200*time.Millisecond))
-	req := onceAsk(t, g, onceAnswer)
-	o := onceResume(t, g, req)
-	var c onceCounter
-	if _, _, err := g.Once(ctx, o, c.effect); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(900 * time.Millisecond)
-	if e, _ := l.Get(ctx, o.OperationID); e.State != ledger.Done {
-		t.Fatalf("forgotten before the state expired: %v", e.State)
-	}
-	time.Sleep(600 * time.Millisecond)
-	if e, _ := l.Get(ctx, o.OperationID); e.State != ledger.Absent {
-		t.Fatalf("kept past TTL + margin: %v", e.State)
-	}
-	// And the state itself no longer opens, so nothing can replay it.
-	_, err := g.Resume(ctx, req)
-	onceCode(t, err, host.CodeStateInvalid)
+	// The memory ledger and the guard read Go's clock: synctest's fake one.
+	synctest.Test(t, func(t *testing.T) {
+		l := ledger.NewMemory()
+		g := onceGuard(t, host.NewKeyring(), host.WithEngine(host.EngineNative), host.WithLedger(l),
+			host.WithTTL(time.Second), host.WithLedgerMargin(200*time.Millisecond))
+		req := onceAsk(t, g, onceAnswer)
+		o := onceResume(t, g, req)
+		var c onceCounter
+		if _, _, err := g.Once(ctx, o, c.effect); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(900 * time.Millisecond)
+		if e, _ := l.Get(ctx, o.OperationID); e.State != ledger.Done {
+			t.Fatalf("forgotten before the state expired: %v", e.State)
+		}
+		time.Sleep(600 * time.Millisecond)
+		if e, _ := l.Get(ctx, o.OperationID); e.State != ledger.Absent {
+			t.Fatalf("kept past TTL + margin: %v", e.State)
+		}
+		// And the state itself no longer opens, so nothing can replay it.
+		_, err := g.Resume(ctx, req)
+		onceCode(t, err, host.CodeStateInvalid)
+	})
 
+	var c onceCounter
 	// With the defaults (5 min + 1 min), Redis holds the result that long.
 	r := onceRedis(t, onceRedisURL())
 	g2 := onceGuard(t, host.NewKeyring(), host.WithEngine(host.EngineNative), host.WithLedger(r.Ledger))
@@ -662,9 +707,7 @@ func TestOnceLedgerDown(t *testing.T) {
 // claims survive a kill -9: the replay is recognised, and an effect whose
 // finish was lost with the server stays claimed until its lease ends.
 func TestOnceRedisRestart(t *testing.T) {
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Fatal("redis-server is not installed (Debian package redis-server): ", err)
-	}
+	testenv.Require(t, testenv.RedisServer)
 	ctx := context.Background()
 	keys := host.NewKeyring()
 
@@ -705,10 +748,13 @@ func TestOnceRedisRestart(t *testing.T) {
 	})
 
 	t.Run("appendonly", func(t *testing.T) {
+		// Long enough that a restart on a loaded machine stays inside it;
+		// its end is awaited by polling, not by sleeping.
+		const lease = 5 * time.Second
 		srv := onceStartRedis(t, true)
 		r := onceRedis(t, srv.url)
 		g := onceGuard(t, keys, host.WithEngine(host.EngineNative), host.WithLedger(r.Ledger),
-			host.WithLedgerTimeout(300*time.Millisecond), host.WithLedgerLease(time.Second), host.WithLedgerWait(10*time.Millisecond))
+			host.WithLedgerTimeout(300*time.Millisecond), host.WithLedgerLease(lease), host.WithLedgerWait(10*time.Millisecond))
 		var c onceCounter
 		req1 := onceAsk(t, g, onceAnswer)
 		res1, _, err := g.Once(ctx, onceResume(t, g, req1), c.effect)
@@ -733,6 +779,7 @@ func TestOnceRedisRestart(t *testing.T) {
 		if e := onceCode(t, err, host.CodeLedgerUnavailable); e.Reason != "not_recorded" || res2 == nil {
 			t.Fatalf("reason %q, result %s", e.Reason, res2)
 		}
+		claimed := time.Now()
 		srv.start(t)
 		_, _, err = g.Once(ctx, o2, c.effect)
 		onceCode(t, err, host.CodeInProgress)
@@ -740,22 +787,28 @@ func TestOnceRedisRestart(t *testing.T) {
 			t.Fatalf("%d runs", c.n.Load())
 		}
 		// Once the lease is over, the retry acts again: the documented
-		// limit of an effect whose result was never recorded.
-		time.Sleep(1100 * time.Millisecond)
-		if _, replay, err := g.Once(ctx, o2, c.effect); err != nil || replay || c.n.Load() != 3 {
-			t.Fatalf("after the lease: %v %v, %d runs", replay, err, c.n.Load())
+		// limit of an effect whose result was never recorded. Until then
+		// every retry is refused as in progress.
+		for {
+			_, replay, err := g.Once(ctx, o2, c.effect)
+			if e, ok := host.AsError(err); ok && e.Code == host.CodeInProgress {
+				if time.Since(claimed) > lease+10*time.Second {
+					t.Fatal("the claim outlived its lease by 10 s")
+				}
+				time.Sleep(50 * time.Millisecond)
+				continue
+			}
+			if err != nil || replay || c.n.Load() != 3 {
+				t.Fatalf("after the lease: %v %v, %d runs", replay, err, c.n.Load())
+			}
+			break
 		}
 	})
 }
 
 // --- Redis helpers -----------------------------------------------------------
 
-func onceRedisURL() string {
-	if u := os.Getenv("MRTR_TEST_REDIS"); u != "" {
-		return u
-	}
-	return "redis://127.0.0.1:6379/0"
-}
+func onceRedisURL() string { return testenv.RedisURL() }
 
 type onceRedisLedger struct {
 	ledger.Ledger
@@ -764,9 +817,13 @@ type onceRedisLedger struct {
 }
 
 // onceRedis opens a Redis ledger under a key prefix of its own and
-// removes its keys afterwards. It fails, never skips, if Redis is down.
+// removes its keys afterwards. Without Redis it skips (fails under
+// MRTR_REQUIRE_SERVICES=1).
 func onceRedis(t testing.TB, url string) *onceRedisLedger {
 	t.Helper()
+	if url == onceRedisURL() {
+		testenv.Require(t, testenv.Redis)
+	}
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	prefix := "mrtr-test:" + hex.EncodeToString(b[:]) + ":"
