@@ -319,9 +319,6 @@ func (g *Guard) KeyIDs() []string {
 	return append([]string(nil), g.keyIDs...)
 }
 
-// Engine reports which engine runs the core.
-func (g *Guard) Engine() Engine { return g.cfg.engine }
-
 // Close stops every instance. Calls after Close fail.
 func (g *Guard) Close(ctx context.Context) error {
 	if g.closed.Swap(true) {
@@ -426,8 +423,8 @@ func (g *Guard) call(ctx context.Context, env []byte, r *response) error {
 
 // invoke runs env on the slot's instance. A call is not interrupted from
 // outside (wazero can do that only by checking a flag through a trampoline
-// at every loop header, which made calls 4-5x slower here; see
-// RATIONALE.md): the guest asks the host at checkpoints whether to stop,
+// at every loop header, which made calls several times slower; RATIONALE.md
+// has the figure): the guest asks the host at checkpoints whether to stop,
 // and the host answers from the caller's context and the call deadline.
 // On error the slot is already discarded.
 func (g *Guard) invoke(ctx context.Context, s *slot, env []byte) ([]byte, error) {
@@ -442,23 +439,6 @@ func (g *Guard) invoke(ctx context.Context, s *slot, env []byte) ([]byte, error)
 		g.discard(ctx, s)
 		return nil, &Error{Code: CodeInternal, Message: "the guard module failed; its instance was replaced"}
 	}
-	return out, nil
-}
-
-// callRaw runs an envelope and returns a copy of the response bytes, for
-// the shared test vectors.
-func (g *Guard) callRaw(ctx context.Context, env []byte) ([]byte, error) {
-	s, err := g.acquire(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out, err := s.inst.call(ctx, env, 0)
-	if err != nil {
-		g.discard(ctx, s)
-		return nil, err
-	}
-	out = append([]byte(nil), out...)
-	g.release(s)
 	return out, nil
 }
 
