@@ -153,6 +153,56 @@ func BenchmarkResume(b *testing.B) {
 	}
 }
 
+// BenchmarkResumeModule compares guard.wasm builds in one run: "base" is
+// the module at $MRTR_BENCH_BASE_WASM (e.g. main's, built into a temp
+// file), "branch" the embedded one. The Resume is the same as
+// BenchmarkResume/wasm; the base module has no answersDigest to compute.
+//
+//	MRTR_BENCH_BASE_WASM=/tmp/guard-main.wasm go test ./host -run XXX -bench BenchmarkResumeModule -benchtime 20000x -count 3
+func BenchmarkResumeModule(b *testing.B) {
+	base := os.Getenv("MRTR_BENCH_BASE_WASM")
+	if base == "" {
+		b.Skip("MRTR_BENCH_BASE_WASM is not set")
+	}
+	mod, err := os.ReadFile(base)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, m := range []struct {
+		name string
+		opts []Option
+	}{{"base", []Option{WithModule(mod)}}, {"branch", nil}} {
+		b.Run(m.name, func(b *testing.B) {
+			g := benchGuard(b, EngineWasm, m.opts...)
+			req := askedRequest(b, g, validAnswer)
+			ctx := context.Background()
+			runTimed(b, warmCalls, func() error {
+				o, err := g.Resume(ctx, req)
+				if err == nil && o.Status != Complete {
+					b.Fatalf("status %s", o.Status)
+				}
+				return err
+			})
+		})
+	}
+}
+
+// BenchmarkPolicyInput is the core building an ask's policy input (op
+// policy.input): what a policy's memo miss adds to an ask.
+func BenchmarkPolicyInput(b *testing.B) {
+	for _, eng := range benchEngines {
+		b.Run(eng.String(), func(b *testing.B) {
+			g := benchGuard(b, eng)
+			ctx := context.Background()
+			q := g.policyQuery(benchRequest(), []InputRequest{Form("contact", "Who should we book the demo for?", benchSchema)})
+			runTimed(b, warmCalls, func() error {
+				_, err := q.BuildInput(ctx, true, true)
+				return err
+			})
+		})
+	}
+}
+
 // BenchmarkResumeReask: open, validate, find the email wrong, re-seal a
 // new form that names it.
 func BenchmarkResumeReask(b *testing.B) {

@@ -75,6 +75,8 @@ export class Outcome {
   readonly answers: Record<string, JSONValue>;
   /** The application's own bytes given to ask({progress}). */
   readonly progress: Uint8Array | undefined;
+  /** When complete: the core's digest of the answers (64 hex, guest/ABI.md), the ledger key. */
+  readonly answersDigest?: string;
   declined?: string[];
   cancelled?: string[];
   /** When input_required: the result to return (it asks again, naming what is wrong). */
@@ -233,13 +235,11 @@ export class RedisLedger implements Ledger {
 export function redisLedger(client: RedisClientLike, options?: { prefix?: string }): RedisLedger;
 
 /**
- * What an operation is claimed with (64 hex), the Go host's fingerprint: a
- * SHA-256 over the answers as the guest wrote them, members sorted. Takes
- * an Outcome, the guest's answers JSON text, or an answers object.
+ * What an operation is claimed with (64 hex): the guard core's answers
+ * digest (`outcome.answersDigest`, guest/ABI.md), the same in every runtime.
+ * Takes an Outcome from resume or the digest itself.
  */
-export function fingerprint(answers: Outcome | string | Record<string, unknown>): Promise<string>;
-/** RFC 8785 canonical JSON. */
-export function canonicalJSON(value: unknown): string;
+export function fingerprint(answers: Outcome | string): string;
 
 export interface OnceResult<T> {
   result: T;
@@ -281,6 +281,8 @@ export interface PolicyQuery {
   maxRounds: number;
   /** Only on ask. */
   inputs?: InputRequest[];
+  /** The policy input as the guard core built it (JSON text, guest/ABI.md policy.input): what OPA evaluates. */
+  input: string;
 }
 
 /** One reason a policy refused (host.PolicyDenial). */

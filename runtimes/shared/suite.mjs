@@ -574,7 +574,7 @@ export function suite(ctx) {
       const g = await createGuard({ keys: generateKey(), audience: 'crm.example.com', module: ctx.module, policy });
       const res = await g.ask(baseRequest(), [form('contact', 'Who?', contactSchema)]);
       const o = await g.open(baseRequest({ requestState: res.requestState }));
-      const ttl = policy.ask({ ...baseRequest(), inputs: [form('contact', 'Who?', contactSchema)], ttl: 300, maxRounds: 3 }).ttl;
+      const ttl = P.dataFiles['policies/data/demo.json'].tools[baseRequest().target].ttl_seconds;
       eq((Date.parse(o.expiresAt) - Date.parse(o.issuedAt)) / 1000, ttl, 'the policy TTL is sealed');
       const elsewhere = url('calendar', 'Connect your calendar', 'https://evil.example.net/connect');
       const e = await rejects(g.ask(baseRequest({ target: 'connect_calendar' }), [elsewhere]), codes.POLICY_DENIED, 'a URL on another host');

@@ -8,13 +8,11 @@ import { WasmInstance } from './engine.js';
 import { revealKeys, toKeyring } from './keys.js';
 import { jsonString, jsonText } from './json.js';
 import { MemoryLedger, runOnce } from './ledger.js';
-import { RESPONSE_TEXT } from './fingerprint.js';
 import { denial } from './policy.js';
 
 const INSPECT = Symbol.for('nodejs.util.inspect.custom');
 const decoder = new TextDecoder();
 const textEncoder = new TextEncoder();
-const INTERRUPTED = `"code":"${codes.INTERRUPTED}"`;
 
 const DEFAULT_TTL = 300;
 const MAX_TTL = 86400;
@@ -60,6 +58,25 @@ export function isRetry(request) {
   return typeof request?.requestState === 'string' && request.requestState !== '';
 }
 
+// The response text of the guest until its bytes: documented as is.
+const RESPONSE_TEXT = Symbol('mrtr-wasm.responseText');
+const POLICY_INPUT_PREFIX = '{"v":1,"ok":true,"input":';
+
+// inputRequests writes the "inputRequests" object of ask and policy.input
+// (host/guard.go appendInputRequests).
+function inputRequests(inputs) {
+  let s = '{';
+  inputs.forEach((inp, i) => {
+    if (inp === null || typeof inp !== 'object') throw new GuardError(codes.REQUEST_MALFORMED, 'an input request must be an object');
+    if (i > 0) s += ',';
+    s += `${jsonString('input request key', inp.key)}:{"method":${jsonString('input request method', inp.method)}`;
+    const p = jsonText('params', inp.params);
+    if (p !== undefined) s += `,"params":${p}`;
+    s += '}';
+  });
+  return s + '}';
+}
+
 // --- outcome ----------------------------------------------------------------
 
 /**
@@ -68,7 +85,7 @@ export function isRetry(request) {
  * util.inspect of an outcome shows them (only the answered keys).
  */
 export class Outcome {
-  constructor(r, text) {
+  constructor(r) {
     this.status = r.status;
     this.operationId = r.operationId;
     this.round = r.round;
@@ -80,7 +97,8 @@ export class Outcome {
       value: typeof r.progress === 'string' && r.progress !== '' ? b64decode(r.progress) ?? undefined : undefined,
       enumerable: false,
     });
-    if (text !== undefined) Object.defineProperty(this, RESPONSE_TEXT, { value: text, enumerable: false });
+    // The core's digest of the answers (guest/ABI.md): the ledger key.
+    if (typeof r.answersDigest === 'string') Object.defineProperty(this, 'answersDigest', { value: r.answersDigest, enumerable: false });
   }
 
   /** The form content accepted for key. */
@@ -272,21 +290,41 @@ class Guard {
       this.#discard(inst);
       throw new GuardError(codes.INTERNAL, 'the guard module failed; its instance was replaced');
     }
-    if (text.slice(0, 96).includes(INTERRUPTED)) {
-      // Stopped at a checkpoint: discard the instance all the same, so a
-      // call that ran over never leaves anything behind.
-      this.#discard(inst);
-      throw new GuardError(codes.UNAVAILABLE, 'guard call stopped: deadline exceeded or cancelled');
-    }
     let r;
     try {
       r = JSON.parse(text);
     } catch {
       throw new GuardError(codes.INTERNAL, 'the guard module returned an unreadable response');
     }
+    if (r.interrupted === true) {
+      // Stopped at a checkpoint (guest/ABI.md): discard the instance all
+      // the same, so a call that ran over never leaves anything behind.
+      this.#discard(inst);
+      throw new GuardError(codes.UNAVAILABLE, 'guard call stopped: deadline exceeded or cancelled');
+    }
     if (!r.ok) throw fromWire(r.error);
     Object.defineProperty(r, RESPONSE_TEXT, { value: text, enumerable: false });
     return r;
+  }
+
+  // #policyInput has the core build the policy input (guest/ABI.md,
+  // policy.input) and returns its bytes as the core wrote them: the
+  // response's last member, so they are the text between the documented
+  // prefix and the closing brace.
+  async #policyInput(phase, request, inputs) {
+    let env = `{"v":1,"op":"policy.input","decision":"${phase}","principal":${jsonString('principal', request?.principal)}`;
+    env += `,"method":${jsonString('method', request?.method)},"target":${jsonString('target', request?.target)}`;
+    env += `,"ttl":${jsonInt('ttl', this.#ttl)},"maxRounds":${jsonInt('maxRounds', this.#maxRounds)}`;
+    if (phase === 'ask') env += ',"inputRequests":' + inputRequests(inputs);
+    let r;
+    try {
+      r = await this.#call(env + '}');
+    } catch (e) {
+      if (!(e instanceof GuardError) || e.code === codes.UNAVAILABLE || e.code === codes.INTERNAL) throw e;
+      throw new GuardError(codes.POLICY_DENIED, `the policy input cannot be built: ${e.message}`, { reason: 'policy_input' });
+    }
+    const text = r[RESPONSE_TEXT];
+    return text.startsWith(POLICY_INPUT_PREFIX) && text.endsWith('}') ? text.slice(POLICY_INPUT_PREFIX.length, -1) : JSON.stringify(r.input);
   }
 
   // #envelope builds the common fields of ask, resume and open exactly as
@@ -331,16 +369,7 @@ class Guard {
       if (d.maxRounds > 0 && (maxRounds === 0 || d.maxRounds < maxRounds)) maxRounds = d.maxRounds;
     }
     let env = this.#envelope('ask', request);
-    env += ',"inputRequests":{';
-    inputs.forEach((inp, i) => {
-      if (inp === null || typeof inp !== 'object') throw new GuardError(codes.REQUEST_MALFORMED, 'an input request must be an object');
-      if (i > 0) env += ',';
-      env += `${jsonString('input request key', inp.key)}:{"method":${jsonString('input request method', inp.method)}`;
-      const p = jsonText('params', inp.params);
-      if (p !== undefined) env += `,"params":${p}`;
-      env += '}';
-    });
-    env += '}';
+    env += ',"inputRequests":' + inputRequests(inputs);
     if (options.progress !== undefined) {
       const b = typeof options.progress === 'string' ? textEncoder.encode(options.progress) : options.progress;
       if (!(b instanceof Uint8Array)) throw new GuardError(codes.REQUEST_MALFORMED, 'progress must be bytes or a string');
@@ -384,7 +413,7 @@ class Guard {
     if (options.ttl > 0) env += `,"ttl":${jsonInt('ttl', options.ttl)}`;
     env += '}';
     const r = await this.#call(env, options.signal);
-    return new Outcome(r, r.status === Status.COMPLETE ? r[RESPONSE_TEXT] : undefined);
+    return new Outcome(r);
   }
 
   /** Checks a requestState as resume does and reports its shape, never its answers. */
@@ -439,6 +468,8 @@ class Guard {
       maxRounds: this.#maxRounds,
     };
     if (phase === 'ask') q.inputs = inputs;
+    // The input OPA sees, built by the core for every host alike.
+    q.input = await this.#policyInput(phase, request, inputs);
     let d;
     try {
       d = await (phase === 'ask' ? this.#policy.ask(q) : this.#policy.resume(q));

@@ -8,7 +8,6 @@
 // share one Redis.
 
 import { GuardError, codes } from './errors.js';
-import { RESPONSE_TEXT, fingerprintInput, rawMember } from './fingerprint.js';
 
 /** Claim statuses, as the Go ledger names them. */
 export const ClaimStatus = Object.freeze({
@@ -50,38 +49,23 @@ export function newToken() {
   return hex(b);
 }
 
-// --- the fingerprint of the answers ----------------------------------------
+// --- the key of the answers -----------------------------------------------
+
+const HEX64 = /^[0-9a-f]{64}$/;
 
 /**
- * RFC 8785 canonical JSON: object members sorted by UTF-16 code units,
- * numbers and strings as ECMAScript serialises them.
+ * The key an operation is claimed with (64 hex): the guard core's answers
+ * digest (guest/ABI.md, `answersDigest`), used as it is, so Node and Go
+ * servers sharing one ledger, and two builds of guard.wasm, agree on "the
+ * same answers". Takes an Outcome from guard.resume, or the digest itself.
+ * @param {object | string} x
  */
-export function canonicalJSON(v) {
-  if (v === null || typeof v !== 'object') {
-    const s = JSON.stringify(v);
-    if (s === undefined) throw new TypeError('canonicalJSON: not a JSON value');
-    return s;
+export function fingerprint(x) {
+  const d = typeof x === 'string' ? x : x?.answersDigest;
+  if (typeof d !== 'string' || !HEX64.test(d)) {
+    throw new GuardError(codes.NOT_COMPLETE, 'Once needs a complete outcome from resume (with its answers digest): act only when every answer is in');
   }
-  if (Array.isArray(v)) return '[' + v.map(canonicalJSON).join(',') + ']';
-  const keys = Object.keys(v).filter((k) => v[k] !== undefined).sort();
-  return '{' + keys.map((k) => JSON.stringify(k) + ':' + canonicalJSON(v[k])).join(',') + '}';
-}
-
-/**
- * The fingerprint an operation is claimed with (64 hex): the Go host's
- * (host/once.go answersFingerprint), so Node and Go agree on "the same
- * answers". Takes an Outcome from guard.resume (it hashes the answers as
- * the guest wrote them), the guest's answers JSON text, or an answers
- * object (serialised with JSON.stringify first).
- */
-export async function fingerprint(x) {
-  let text;
-  if (typeof x === 'string') text = x;
-  else if (x && typeof x === 'object' && typeof x[RESPONSE_TEXT] === 'string') text = rawMember(x[RESPONSE_TEXT], 'answers') ?? '{}';
-  else if (x && typeof x === 'object' && 'status' in x && 'answers' in x) text = JSON.stringify(x.answers ?? {});
-  else text = JSON.stringify(x ?? {});
-  const d = await globalThis.crypto.subtle.digest('SHA-256', fingerprintInput(text));
-  return hex(new Uint8Array(d));
+  return d;
 }
 
 // --- once ----------------------------------------------------------------
@@ -130,7 +114,7 @@ function ledgerDown(err) {
  */
 export async function runOnce(ledger, outcome, effect, o) {
   if (!outcome || outcome.status !== 'complete' || !outcome.operationId) {
-    throw new GuardError(codes.NOT_COMPLETE, 'Once needs a complete outcome: act only when every answer is in');
+    throw new GuardError(codes.NOT_COMPLETE, 'Once needs a complete outcome from resume (with its answers digest): act only when every answer is in');
   }
   if (typeof effect !== 'function') throw new GuardError(codes.INTERNAL, 'Once needs an effect');
   const op = outcome.operationId;
@@ -139,7 +123,7 @@ export async function runOnce(ledger, outcome, effect, o) {
   // Finished operations are remembered for the state's lifetime plus a
   // margin for clock skew between instances.
   const ttlMs = (o.ttl ?? o.ttlSeconds) * 1000 + (o.marginMs ?? DEFAULT_MARGIN_MS);
-  const fp = await fingerprint(outcome);
+  const fp = fingerprint(outcome);
   const deadline = performance.now() + (o.waitMs ?? DEFAULT_WAIT_MS);
   for (let pause = 1; ; pause = Math.min(pause * 2, 50)) {
     const start = performance.now();

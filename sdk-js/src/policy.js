@@ -7,12 +7,13 @@
 // uses DecompressionStream and WebAssembly only.
 
 import { GuardError, codes } from './errors.js';
-import { isRawJSON, jsonText } from './json.js';
 import { codegenRefused } from './platform.js';
 
 export const ASK_ENTRYPOINT = 'mrtr/ask/decision';
 export const RESUME_ENTRYPOINT = 'mrtr/resume/decision';
 export const CODE_UNDECIDED = 'policy.undecided';
+
+const encoder = new TextEncoder();
 
 // The opa-wasm module: its Node entry exports loadPolicy, its browser ESM
 // build (dist/opa-wasm-browser.esm.js) a default object that has it.
@@ -124,60 +125,6 @@ export function denial(x) {
   return o;
 }
 
-// The policy input of a guard query (policy/input.go queryInput).
-export function queryInput(q, ask) {
-  const input = {
-    principal: q.principal,
-    method: q.method,
-    target: q.target,
-    ttl_seconds: Math.trunc(q.ttl ?? 0),
-    max_rounds: Math.trunc(q.maxRounds ?? 0),
-  };
-  if (ask) {
-    const inputs = {};
-    for (const inp of q.inputs ?? []) {
-      if (Object.hasOwn(inputs, inp.key)) {
-        throw new GuardError(codes.POLICY_DENIED, `input request key ${inp.key} is used twice`, { reason: 'policy_input' });
-      }
-      const req = { method: inp.method };
-      if (inp.params !== undefined) {
-        try {
-          req.params = policyParams(isRawJSON(inp.params) ? JSON.parse(jsonText('params', inp.params)) : inp.params);
-        } catch {
-          throw new GuardError(codes.POLICY_DENIED, `input request ${inp.key} has params that are not JSON`, { reason: 'policy_input' });
-        }
-      }
-      inputs[inp.key] = req;
-    }
-    input.inputs = inputs;
-  }
-  return input;
-}
-
-// What the policy sees of an input request's params (policy/input.go
-// policyParams): the wire params without "message" (free text) and without
-// the properties' "default"s (in a re-ask, the user's own answers). Neither
-// may decide what a tool is allowed to ask, user data has no business in
-// the policy engine, and it lets one decision serve every user of a form.
-function policyParams(params) {
-  if (!params || typeof params !== 'object' || Array.isArray(params)) return params;
-  const { message: _message, ...rest } = params;
-  const rs = rest.requestedSchema;
-  if (rs && typeof rs === 'object' && !Array.isArray(rs) && rs.properties && typeof rs.properties === 'object') {
-    const props = {};
-    for (const [name, prop] of Object.entries(rs.properties)) {
-      if (prop && typeof prop === 'object' && !Array.isArray(prop)) {
-        const { default: _default, ...keep } = prop;
-        props[name] = keep;
-      } else {
-        props[name] = prop;
-      }
-    }
-    rest.requestedSchema = { ...rs, properties: props };
-  }
-  return rest;
-}
-
 // A policy is a pure function of its input (the Go loader allows no clock,
 // network or random builtins), so decisions are memoised per loaded data,
 // as the Go policy package does: the same form asked again costs a lookup.
@@ -223,7 +170,8 @@ export async function policyFromBundle(bundle, options = {}) {
   // (undefined when it gave none); evaluate reads it as the Go policy
   // package does.
   function raw(entrypoint, input) {
-    const rs = opa.evaluate(input, entrypoint);
+    // A string is the input's JSON text (the core's bytes): OPA reads it as is.
+    const rs = opa.evaluate(typeof input === 'string' ? encoder.encode(input).buffer : input, entrypoint);
     if (!Array.isArray(rs) || rs.length !== 1 || !rs[0] || !('result' in rs[0])) return undefined;
     return rs[0].result;
   }
@@ -232,8 +180,14 @@ export async function policyFromBundle(bundle, options = {}) {
     return r === undefined ? undecided('the policy gave no decision') : decisionFrom(r);
   }
   let memo = new Map();
-  function decide(entrypoint, input) {
-    const k = entrypoint + '\n' + JSON.stringify(input);
+  function decide(entrypoint, q) {
+    // The input is the guard core's (guest/ABI.md policy.input): canonical
+    // text, so equal queries are one memo entry.
+    const input = q?.input;
+    if (typeof input !== 'string') {
+      throw new GuardError(codes.POLICY_DENIED, 'the policy input was not built by the guard core (policy.input)', { reason: 'policy_input' });
+    }
+    const k = entrypoint + '\n' + input;
     let d = memo.get(k);
     if (d === undefined) {
       d = hostDecision(evaluate(entrypoint, input));
@@ -253,11 +207,12 @@ export async function policyFromBundle(bundle, options = {}) {
       opa.setData(data);
       memo = new Map();
     },
+    /** q.input: the policy input the guard core built (the guard sets it). */
     ask(q) {
-      return decide(ASK_ENTRYPOINT, queryInput(q, true));
+      return decide(ASK_ENTRYPOINT, q);
     },
     resume(q) {
-      return decide(RESUME_ENTRYPOINT, queryInput(q, false));
+      return decide(RESUME_ENTRYPOINT, q);
     },
   };
 }

@@ -119,3 +119,21 @@ export async function connectRedis() {
   await c.connect();
   return c;
 }
+
+/**
+ * RFC 8785 canonical JSON of a JS value: an implementation independent of
+ * the guard core's (members sorted by UTF-16 code units, which is what
+ * Array.prototype.sort does; numbers and strings as ECMAScript writes
+ * them, which is what RFC 8785 prescribes). Tests check the core's digest
+ * and argument binding against it.
+ */
+export function canonicalJSON(v) {
+  if (v === null || typeof v !== 'object') {
+    const s = JSON.stringify(v);
+    if (s === undefined) throw new TypeError('canonicalJSON: not a JSON value');
+    return s;
+  }
+  if (Array.isArray(v)) return '[' + v.map(canonicalJSON).join(',') + ']';
+  const keys = Object.keys(v).filter((k) => v[k] !== undefined).sort();
+  return '{' + keys.map((k) => JSON.stringify(k) + ':' + canonicalJSON(v[k])).join(',') + '}';
+}

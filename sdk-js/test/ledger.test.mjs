@@ -6,9 +6,12 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import {
   createGuard, form, generateKey, GuardError, codes, MemoryLedger, RedisLedger, redisLedger, ClaimStatus,
-  LedgerLostError, fingerprint, canonicalJSON, rawJSON,
+  LedgerLostError, fingerprint, rawJSON,
 } from '../index.js';
-import { baseRequest, contactSchema, runGo, goRaw, connectRedis, REDIS_URL } from './helpers.mjs';
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { baseRequest, contactSchema, runGo, goRaw, connectRedis, REDIS_URL, canonicalJSON, vectorsDir } from './helpers.mjs';
 
 const prefix = `mrtr-sdkjs-test:${randomBytes(6).toString('hex')}:`;
 const redis = await connectRedis();
@@ -81,17 +84,24 @@ test('memory ledger: bounded, refuses new claims when full', async () => {
   assert.equal(short.size, 1);
 });
 
-test('canonicalJSON is RFC 8785; the fingerprint ignores member order', async () => {
-  assert.equal(canonicalJSON({ b: [1, 2.5, 'x'], a: { d: null, c: true } }), '{"a":{"c":true,"d":null},"b":[1,2.5,"x"]}');
-  assert.equal(canonicalJSON({ '\u00e9': 1, z: 2, '\ud83d\ude00': 3 }), '{"z":2,"é":1,"😀":3}');
-  const x = await fingerprint({ contact: { action: 'accept', content: { name: 'Ann', email: 'a@x.io' } } });
-  const y = await fingerprint({ contact: { content: { email: 'a@x.io', name: 'Ann' }, action: 'accept' } });
-  assert.equal(x, y);
-  assert.match(x, /^[0-9a-f]{64}$/);
-  assert.notEqual(x, await fingerprint({ contact: { action: 'accept', content: { name: 'Ann', email: 'b@x.io' } } }));
-  // The guest's own text is hashed: numbers stay as the client wrote them.
-  assert.notEqual(await fingerprint('{"c":{"n":2.50E1}}'), await fingerprint('{"c":{"n":25}}'));
-  assert.equal(await fingerprint('{"c":{"b":1,"a":2}}'), await fingerprint('{"c":{"a":2,"b":1}}'));
+test('the ledger key is the core\'s answers digest: RFC 8785, whatever the spelling', async () => {
+  const g = await createGuard({ keys: generateKey(), audience: 'crm.example.com' });
+  const f = form('f', '?', { type: 'object', properties: { name: { type: 'string' }, n: { type: 'number' } }, required: ['name', 'n'] });
+  const { requestState } = await g.ask(baseRequest(), [f]);
+  const digestOf = async (text) => (await g.resume(baseRequest({ requestState, inputResponses: rawJSON(text) }))).answersDigest;
+  const d = await digestOf('{"f":{"action":"accept","content":{"name":"Jos\\u00e9","n":1.0}}}');
+  assert.match(d, /^[0-9a-f]{64}$/);
+  // SHA-256 over the domain and the RFC 8785 form, by an independent implementation.
+  const want = createHash('sha256').update('mrtr-wasm/answers/v2\0' + canonicalJSON({ f: { action: 'accept', content: { name: 'José', n: 1 } } })).digest('hex');
+  assert.equal(d, want);
+  assert.equal(await digestOf('{"f":{"content":{"n":1,"name":"José"},"action":"accept"}}'), d);
+  assert.equal(await digestOf('{"f":{"action":"accept","content":{"name":"Jos\\u00E9","n":1e0}}}'), d);
+  assert.notEqual(await digestOf('{"f":{"action":"accept","content":{"name":"Jose","n":1}}}'), d);
+  const o = await g.resume(baseRequest({ requestState, inputResponses: rawJSON('{"f":{"action":"accept","content":{"name":"José","n":1}}}') }));
+  assert.equal(fingerprint(o), d);
+  assert.equal(JSON.stringify(o).includes(d), false, 'the digest is not enumerable');
+  assert.throws(() => fingerprint({ status: 'complete', answers: {} }), (e) => e.code === codes.NOT_COMPLETE);
+  await g.close();
 });
 
 async function completeOutcome(g, content = { name: 'Ann', email: 'ann@example.com' }) {
@@ -213,16 +223,17 @@ test('a Node and a Go server share one Redis ledger: one effect between them, th
   const req = baseRequest();
   // Node asks and books; the client wrote the number in an odd form.
   const { requestState } = await g.ask(req, [seats]);
-  const responses = '{"seats":{"action":"accept","content":{"name":"Ann","seats":2.50E1}}}';
+  const responses = '{"seats":{"action":"accept","content":{"name":"Ren\\u00e9e","seats":2.50E1}}}';
   const retry = { ...req, requestState, inputResponses: rawJSON(responses) };
   const mine = await g.once(await g.resume(retry), () => ({ booking: 'from-node' }));
   assert.equal(mine.replay, false);
   // Go resumes the same retry (members reordered) and gets Node's booking;
   // other answers are a conflict there too.
   const goReq = { ...req, requestState, inputResponses: goRaw(responses) };
-  const reordered = { ...req, requestState, inputResponses: goRaw('{"seats":{"content":{"seats":2.50E1,"name":"Ann"},"action":"accept"}}') };
-  const written = { ...req, requestState, inputResponses: goRaw('{"seats":{"action":"accept","content":{"name":"Ann","seats":25.0}}}') };
-  const [same, sameReordered, numberOtherwise, other] = runGo({
+  const reordered = { ...req, requestState, inputResponses: goRaw('{"seats":{"content":{"seats":2.50E1,"name":"Renée"},"action":"accept"}}') };
+  const written = { ...req, requestState, inputResponses: goRaw('{"seats":{"action":"accept","content":{"name":"Renée","seats":25.0}}}') };
+  const escaped = { ...req, requestState, inputResponses: goRaw('{"seats":{"action":"accept","content":{"name":"Ren\\u00E9e","seats":0.25e2}}}') };
+  const [same, sameReordered, numberOtherwise, stringEscaped, other] = runGo({
     keys,
     audience,
     ledger: goLedger,
@@ -230,13 +241,16 @@ test('a Node and a Go server share one Redis ledger: one effect between them, th
       { op: 'once', request: goReq, result: { booking: 'from-go' } },
       { op: 'once', request: reordered, result: { booking: 'from-go' } },
       { op: 'once', request: written, result: { booking: 'from-go' } },
+      { op: 'once', request: escaped, result: { booking: 'from-go' } },
       { op: 'once', request: { ...goReq, inputResponses: { seats: { action: 'accept', content: { name: 'Bob', seats: 1 } } } }, result: {} },
     ],
   });
   assert.deepEqual(same, { result: '{"booking":"from-node"}', replay: true });
   assert.deepEqual(sameReordered, { result: '{"booking":"from-node"}', replay: true });
-  // 25.0 is not 2.50E1 to the fingerprint: answers are compared as written.
-  assert.equal(numberOtherwise.error?.code, 'mrtr.ledger.conflict');
+  // 25.0, 0.25e2 and 2.50E1 are one number, "Ren\u00e9e" is "Renée": the
+  // core's digest is RFC 8785, so Go replays Node's booking.
+  assert.deepEqual(numberOtherwise, { result: '{"booking":"from-node"}', replay: true });
+  assert.deepEqual(stringEscaped, { result: '{"booking":"from-node"}', replay: true });
   assert.equal(other.error?.code, 'mrtr.ledger.conflict');
   // And the reverse: Go books first, Node replays Go's result.
   const s2 = (await g.ask(req, [seats])).requestState;
@@ -249,4 +263,20 @@ test('a Node and a Go server share one Redis ledger: one effect between them, th
   assert.equal(theirs.replay, true);
   assert.equal(runs, 0);
   await g.close();
+});
+
+test('digest.json: every answersDigest is RFC 8785 by an independent implementation', () => {
+  const f = JSON.parse(readFileSync(join(vectorsDir, 'digest.json'), 'utf8'));
+  const digests = new Map();
+  for (const c of f.cases) {
+    const r = JSON.parse(c.response);
+    if (r.status !== 'complete') continue;
+    const want = createHash('sha256').update('mrtr-wasm/answers/v2\0' + canonicalJSON(r.answers)).digest('hex');
+    assert.equal(r.answersDigest, want, c.name);
+    digests.set(c.name, r.answersDigest);
+  }
+  assert.ok(digests.size >= 8, 'digest cases');
+  const plain = digests.get('plain');
+  for (const n of ['members in another order', 'numbers spelled otherwise (1e2, 1.0)', 'strings escaped otherwise']) assert.equal(digests.get(n), plain, n);
+  for (const n of ['another value', 'another number', 'a field fewer']) assert.notEqual(digests.get(n), plain, n);
 });

@@ -6,8 +6,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import { encrypt, decrypt } from 'paseto-ts/v4';
-import { createGuard, form, generateKey, canonicalJSON, codes } from '../index.js';
-import { baseRequest, contactSchema } from './helpers.mjs';
+import { createGuard, form, generateKey, codes } from '../index.js';
+import { baseRequest, contactSchema, canonicalJSON } from './helpers.mjs';
 
 const key = generateKey();
 const audience = 'crm.example.com';
