@@ -146,16 +146,16 @@ func loadVocab(files []vocabFile) (*secretTable, error) {
 		key [4]int
 	}
 	var cjks []cjkAt
-	seen := map[string]bool{}
+	// The same term in two files (a word shared by two languages) counts once.
+	type entryKey struct {
+		sec        vocabSection
+		cjk, words string
+	}
+	seen := map[entryKey]bool{}
 	var novocab []string
 	for n, e := range entries {
 		sec := e.sec
-		// The same term in two files (a word shared by two languages) counts once.
-		key := string(rune('a'+sec.kind)) + strconv.Itoa(sec.ci) + "/" + strconv.FormatUint(uint64(sec.ctx), 16) + "/" +
-			strconv.FormatUint(uint64(sec.noctx), 16) + "/" + strconv.FormatUint(uint64(sec.mask), 16) + "/" +
-			strconv.Itoa(sec.scope) + "/" + strconv.FormatUint(uint64(sec.group), 16) + "/" +
-			strconv.FormatBool(sec.nameOnly) + strconv.FormatBool(sec.alone) + strconv.FormatBool(sec.soft) + "/" +
-			e.cjk + "/" + strings.Join(e.words, " ")
+		key := entryKey{*sec, e.cjk, strings.Join(e.words, " ")}
 		if seen[key] {
 			continue
 		}
