@@ -122,12 +122,14 @@ func TestVocabNormTerm(t *testing.T) {
 		{"CVV2", "cvv|2"},
 		{"парол* фраз*", "парол*|фраз*"},
 		{"Straße", "strasse"},
+		{"two  words ", "two|words"},
+		{"api key*", "api|key*"},
 		{"API 密钥", "cjk:api密钥"},
 		{"보안 코드", "cjk:보안코드"},
 		{"ＰＩＮコード", "cjk:pinコード"},
 	} {
-		words, cjk, msg := normTerm(tc.in)
-		got := strings.Join(words, "|")
+		norm, cjk, msg := normTerm(tc.in)
+		got := strings.ReplaceAll(norm, " ", "|")
 		if cjk != "" {
 			got = "cjk:" + cjk
 		}
