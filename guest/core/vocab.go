@@ -5,6 +5,7 @@ package core
 
 import (
 	"embed"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -120,8 +121,13 @@ func loadVocab(files []vocabFile) (*secretTable, error) {
 			return nil, err
 		}
 	}
-	b := vocabBuilder{tb: tb, seen: make(map[string]bool, 2048)}
-	for _, f := range files {
+	if len(files) > 32 {
+		return nil, &vocabError{files[32].name, 1, "more than 32 vocabulary files"}
+	}
+	b := vocabBuilder{tb: tb, seen: make(map[string]int, 2048)}
+	for i, f := range files {
+		tb.langs = append(tb.langs, strings.TrimSuffix(path.Base(f.name), ".txt"))
+		b.lang = 1 << i
 		if err := tb.parseVocab(f, false, b.add); err != nil {
 			return nil, err
 		}
@@ -145,13 +151,14 @@ type vocabBuilder struct {
 	tb      *secretTable
 	rules   []ruleAt
 	cjks    []cjkAt
-	seen    map[string]bool // list entries already added: a term shared by two files counts once
-	key     []byte
+	seen    map[string]int // list entries already added, with their index in rules or cjks (else -1):
+	key     []byte         // a term shared by two files counts once, with both languages
 	novocab []string
+	lang    uint32 // the bit of the file being read
 }
 
-// once reports whether a list entry of section sec is new.
-func (b *vocabBuilder) once(sec *vocabSection, term string, words []wordPat) bool {
+// once reports whether a list entry of section sec is new, and else the index it was given.
+func (b *vocabBuilder) once(sec *vocabSection, term string, words []wordPat, index int) (bool, int) {
 	k := append(b.key[:0], byte(sec.kind), byte(sec.ci), byte(sec.scope))
 	for _, f := range [...]bool{sec.nameOnly, sec.alone, sec.soft} {
 		if f {
@@ -172,11 +179,11 @@ func (b *vocabBuilder) once(sec *vocabSection, term string, words []wordPat) boo
 		}
 	}
 	b.key = k
-	if b.seen[string(k)] {
-		return false
+	if at, ok := b.seen[string(k)]; ok {
+		return false, at
 	}
-	b.seen[string(k)] = true
-	return true
+	b.seen[string(k)] = index
+	return true, 0
 }
 
 func (b *vocabBuilder) addVocab(w string) {
@@ -191,7 +198,14 @@ func (b *vocabBuilder) add(sec *vocabSection, norm, cjk string) string {
 	tb := b.tb
 	n := len(b.rules) + len(b.cjks)
 	if cjk != "" {
-		if !b.once(sec, cjk, nil) {
+		at := -1
+		if sec.kind == secClass || sec.kind == secMask {
+			at = len(b.cjks)
+		}
+		if isNew, at := b.once(sec, cjk, nil, at); !isNew {
+			if at >= 0 {
+				b.cjks[at].p.langs |= b.lang
+			}
 			return ""
 		}
 		switch sec.kind {
@@ -204,7 +218,7 @@ func (b *vocabBuilder) add(sec *vocabSection, norm, cjk string) string {
 			if sec.ctx|sec.noctx != 0 {
 				conditional = 0
 			}
-			b.cjks = append(b.cjks, cjkAt{cjkPat{pat: cjk, ci: ci, ctx: sec.ctx, noctx: sec.noctx}, [4]int{-len(cjk), conditional, ci, n}})
+			b.cjks = append(b.cjks, cjkAt{cjkPat{pat: cjk, ci: ci, ctx: sec.ctx, noctx: sec.noctx, langs: b.lang}, [4]int{-len(cjk), conditional, ci, n}})
 		case secOff:
 			p := maskPat{pat: cjk, mask: sec.mask}
 			if sec.scope == scopeField {
@@ -220,7 +234,7 @@ func (b *vocabBuilder) add(sec *vocabSection, norm, cjk string) string {
 	w := norm // one word, except in [CLASS] and [not-secret]
 	switch sec.kind {
 	case secClass, secMask:
-		r := &rule{ci: sec.ci, nameOnly: sec.nameOnly, alone: sec.alone, soft: sec.soft, ctx: sec.ctx, noctx: sec.noctx}
+		r := &rule{ci: sec.ci, nameOnly: sec.nameOnly, alone: sec.alone, soft: sec.soft, ctx: sec.ctx, noctx: sec.noctx, langs: b.lang}
 		if sec.kind == secMask {
 			r.ci = ciMask
 		}
@@ -236,7 +250,8 @@ func (b *vocabBuilder) add(sec *vocabSection, norm, cjk string) string {
 		if len(r.words) == 0 {
 			return "the term holds only stopwords"
 		}
-		if !b.once(sec, "", r.words) {
+		if isNew, at := b.once(sec, "", r.words, len(b.rules)); !isNew {
+			b.rules[at].r.langs |= b.lang
 			return ""
 		}
 		// When one phrase has several rules ("security code" is a CVV near a card, an OTP when sent, else
@@ -253,7 +268,7 @@ func (b *vocabBuilder) add(sec *vocabSection, norm, cjk string) string {
 	case secOff:
 		if sec.scope == scopeField {
 			tb.fieldNeg.add(w, sec.mask)
-		} else if b.once(sec, w, nil) {
+		} else if isNew, _ := b.once(sec, w, nil, -1); isNew {
 			ng := negator{scope: sec.scope, mask: sec.mask}
 			if stem, ok := strings.CutSuffix(w, "*"); ok {
 				tb.negStem[stem] = append(tb.negStem[stem], ng)
@@ -276,7 +291,7 @@ func (b *vocabBuilder) add(sec *vocabSection, norm, cjk string) string {
 	case secNoSplit:
 		b.novocab = append(b.novocab, w)
 	case secEnding:
-		if b.once(sec, w, nil) {
+		if isNew, _ := b.once(sec, w, nil, -1); isNew {
 			tb.suffixes = append(tb.suffixes, w)
 		}
 	}
