@@ -60,6 +60,9 @@ go test -count=1 ./guest/core -run 'Fuzz' >/dev/null # every saved input, as see
 echo "== MCP conformance suite (14 input-required-result scenarios)"
 e2e/conformance.sh
 
+echo "== 2025-11-25 clients: TypeScript SDK 1.32.2, MCP Inspector 2.12.0 CLI and web UI (Chromium)"
+e2e/legacy.sh
+
 echo "== the connect page in headless Chromium"
 e2e/browser.sh
 

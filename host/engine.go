@@ -25,8 +25,8 @@ const (
 	// module every other runtime runs. The default.
 	EngineWasm Engine = iota
 	// EngineNative runs the same core compiled into this binary: the
-	// same code and answers, 6-10x faster, but not the artefact the other
-	// runtimes run. Tests run every vector on both.
+	// same code and answers, several times faster (BENCHMARKS.md), but not
+	// the artefact the other runtimes run. Tests run every vector on both.
 	EngineNative
 )
 
@@ -96,7 +96,7 @@ func newWasmEngine(ctx context.Context, cfg *config) (*wasmEngine, error) {
 	if maxMiB == 0 {
 		maxMiB = defaultMaxMiB
 	}
-	// Linear memory comes from memoryAllocator (memory_linux.go), which
+	// Linear memory comes from memoryAllocator (memory_unix.go), which
 	// reserves the limit once so that growing never copies.
 	rc := wazero.NewRuntimeConfigCompiler().
 		WithCloseOnContextDone(false).

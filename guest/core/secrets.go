@@ -182,6 +182,20 @@ func detectSecretLang(tb *secretTable, f *fieldInfo) (class secretClass, reason,
 	return classByIndex[ci], clip("writeOnly on " + quoteExcerpt(f.Name, 60) + " marks a hidden " + classWords[ci]), lang
 }
 
+// fieldClass is the detector's verdict on one form field as hosts and
+// policies see it (the policy input's "fields", guest/ABI.md).
+type fieldClass struct {
+	class    secretClass // "" when the field asks for no secret
+	reason   string
+	language string // the evidence's language, when the vocabulary records it; else ""
+}
+
+// classifyField is detectSecret's verdict with what a policy may need.
+func classifyField(f *fieldInfo) fieldClass {
+	c, r := detectSecret(f)
+	return fieldClass{class: c, reason: r}
+}
+
 const maxReasonLen = 120
 
 // nonSecretFormats are JSON Schema formats whose values are never secrets.
