@@ -130,15 +130,23 @@ func detectSecret(f *fieldInfo) (class secretClass, reason string) {
 
 // detectSecretWith is detectSecret with the given tables.
 func detectSecretWith(tb *secretTable, f *fieldInfo) (class secretClass, reason string) {
+	class, reason, _ = detectSecretLang(tb, f)
+	return class, reason
+}
+
+// detectSecretLang is detectSecretWith that also names the language of the evidence: the vocabulary file
+// that holds the deciding term ("en" also for the acronyms every language uses), or "" when the term is in
+// several files or none decided (format "password" or writeOnly with no word of a class).
+func detectSecretLang(tb *secretTable, f *fieldInfo) (class secretClass, reason, lang string) {
 	if f == nil {
-		return secretNone, ""
+		return secretNone, "", ""
 	}
 	typ := strings.ToLower(strings.TrimSpace(f.Type))
 	if typ == "boolean" || typ == "null" || typ == "object" || f.Choice {
-		return secretNone, ""
+		return secretNone, "", ""
 	}
 	if nonSecretFormats[strings.ToLower(strings.TrimSpace(f.Format))] {
-		return secretNone, ""
+		return secretNone, "", ""
 	}
 
 	var fld field
@@ -154,24 +162,24 @@ func detectSecretWith(tb *secretTable, f *fieldInfo) (class secretClass, reason 
 		res.ok = false
 	}
 	if res.ok {
-		return classByIndex[res.ci], res.reason(f)
+		return classByIndex[res.ci], res.reason(f), tb.language(res.m.langs)
 	}
 
 	masked := strings.EqualFold(strings.TrimSpace(f.Format), "password")
 	if !masked && !f.WriteOnly {
-		return secretNone, ""
+		return secretNone, "", ""
 	}
 	ci := ciPassword
 	if ev, ok := fld.anyEvidence(); ok && (!numeric || numericClasses&(1<<ev.ci) != 0) {
-		ci = ev.ci
+		ci, lang = ev.ci, tb.language(ev.m.langs)
 	}
 	if masked {
-		return classByIndex[ci], `format "password" marks a masked ` + classWords[ci]
+		return classByIndex[ci], `format "password" marks a masked ` + classWords[ci], lang
 	}
 	if strings.TrimSpace(f.Name) == "" {
-		return classByIndex[ci], "writeOnly marks a hidden " + classWords[ci]
+		return classByIndex[ci], "writeOnly marks a hidden " + classWords[ci], lang
 	}
-	return classByIndex[ci], clip("writeOnly on " + quoteExcerpt(f.Name, 60) + " marks a hidden " + classWords[ci])
+	return classByIndex[ci], clip("writeOnly on " + quoteExcerpt(f.Name, 60) + " marks a hidden " + classWords[ci]), lang
 }
 
 // fieldClass is the detector's verdict on one form field as hosts and
@@ -233,13 +241,14 @@ type segment struct {
 }
 
 type match struct {
-	ci       int   // class index, or ciMask
-	a, b     int   // first and last token (Latin matches); -1 for CJK matches
-	seg      int   // segment
-	weak     bool  // an abbreviation valid in names only
-	soft     bool  // a generic word that context made a secret ("code" near "sent")
-	negated  bool  // turned off by a negator
-	startTok int16 // position of the first content token of its segment it starts at (for descriptions)
+	ci       int    // class index, or ciMask
+	a, b     int    // first and last token (Latin matches); -1 for CJK matches
+	seg      int    // segment
+	weak     bool   // an abbreviation valid in names only
+	soft     bool   // a generic word that context made a secret ("code" near "sent")
+	negated  bool   // turned off by a negator
+	startTok int16  // position of the first content token of its segment it starts at (for descriptions)
+	langs    uint32 // the vocabulary files that hold the term (bits index secretTable.langs)
 }
 
 type source struct {
@@ -645,7 +654,7 @@ func (s *source) match(tb *secretTable, f *field) {
 			i++
 			continue
 		}
-		s.matches = append(s.matches, match{ci: r.ci, a: i, b: end, seg: int(s.toks[i].seg), weak: r.nameOnly, soft: r.soft})
+		s.matches = append(s.matches, match{ci: r.ci, a: i, b: end, seg: int(s.toks[i].seg), weak: r.nameOnly, soft: r.soft, langs: r.langs})
 		i = end + 1
 	}
 	// Chinese, Japanese, Korean: substrings of each segment, longest first.
@@ -699,7 +708,7 @@ func (s *source) matchCJK(tb *secretTable, f *field, si int, comp string) {
 			}
 			if free && len(s.matches) < maxMatches {
 				taken = append(taken, span{a, b, p.ci})
-				s.matches = append(s.matches, match{ci: p.ci, a: -1, b: -1, seg: si})
+				s.matches = append(s.matches, match{ci: p.ci, a: -1, b: -1, seg: si, langs: p.langs})
 			}
 			off = b
 		}
@@ -1036,12 +1045,14 @@ type rule struct {
 	ctx      uint32 // needs one of these context groups in the field (unless alone)
 	noctx    uint32 // must not have any of these
 	order    int
+	langs    uint32 // the vocabulary files that hold it (bits index secretTable.langs)
 }
 
 type cjkPat struct {
 	pat        string
 	ci         int
 	ctx, noctx uint32
+	langs      uint32 // the vocabulary files that hold it
 }
 
 type maskPat struct {
@@ -1110,6 +1121,20 @@ type secretTable struct {
 	neutral     map[string]bool
 	vocab       map[string]bool // known words for splitting glued names
 	suffixes    []string
+	langs       []string // the vocabulary files' languages ("es" for vocab/es.txt), by bit of rule.langs
+}
+
+// language names the one vocabulary file among langs, or "" when the term is in several (or none).
+func (tb *secretTable) language(langs uint32) string {
+	if langs == 0 || langs&(langs-1) != 0 {
+		return ""
+	}
+	for i := range tb.langs {
+		if langs == 1<<i {
+			return tb.langs[i]
+		}
+	}
+	return ""
 }
 
 var (

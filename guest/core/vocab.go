@@ -5,6 +5,7 @@ package core
 
 import (
 	"embed"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -91,161 +92,220 @@ type vocabSection struct {
 	group      uint32 // the group of a [context …] section
 }
 
-type vocabEntry struct {
-	sec   *vocabSection
-	file  string
-	line  int
-	words []string // normalised words, a trailing * marks a stem
-	cjk   string   // a CJK substring pattern instead of words
-}
-
 // loadVocab builds the detector's tables from data files. Any mistake is reported with its file and line.
 func loadVocab(files []vocabFile) (*secretTable, error) {
 	tb := &secretTable{
-		first:     map[string][]*rule{},
-		firstStem: map[string][]*rule{},
+		first:     make(map[string][]*rule, 1024),
+		firstStem: make(map[string][]*rule, 64),
 		ctxGroups: map[string]uint32{},
-		ctxWords:  wordMask{map[string]uint32{}, map[string]uint32{}},
-		fieldNeg:  wordMask{map[string]uint32{}, map[string]uint32{}},
-		identity:  wordMask{map[string]uint32{}, map[string]uint32{}},
-		neg:       map[string][]negator{},
+		ctxWords:  wordMask{make(map[string]uint32, 256), map[string]uint32{}},
+		fieldNeg:  wordMask{make(map[string]uint32, 64), map[string]uint32{}},
+		identity:  wordMask{make(map[string]uint32, 128), map[string]uint32{}},
+		neg:       make(map[string][]negator, 1024),
 		negStem:   negStems{},
-		stop:      map[string]uint8{},
-		neutral:   map[string]bool{},
-		vocab:     map[string]bool{},
+		stop:      make(map[string]uint8, 256),
+		neutral:   make(map[string]bool, 64),
+		vocab:     make(map[string]bool, 2048),
 	}
-	var entries []vocabEntry
+	// Stopwords first, from every file: phrases drop them, and the splitting vocabulary leaves them out.
 	for _, f := range files {
-		var err error
-		if entries, err = tb.parseVocab(f, entries); err != nil {
+		err := tb.parseVocab(f, true, func(sec *vocabSection, word, _ string) string {
+			fl := uint8(tkStop)
+			if sec.kind == secPrep {
+				fl |= tkPrep
+			}
+			tb.stop[word] |= fl
+			return ""
+		})
+		if err != nil {
 			return nil, err
 		}
 	}
-	// Stopwords first: phrases drop them, and the splitting vocabulary leaves them out.
-	for _, e := range entries {
-		switch e.sec.kind {
-		case secStop:
-			tb.stop[e.words[0]] |= tkStop
-		case secPrep:
-			tb.stop[e.words[0]] |= tkStop | tkPrep
+	if len(files) > 32 {
+		return nil, &vocabError{files[32].name, 1, "more than 32 vocabulary files"}
+	}
+	b := vocabBuilder{tb: tb, seen: make(map[string]int, 2048)}
+	for i, f := range files {
+		tb.langs = append(tb.langs, strings.TrimSuffix(path.Base(f.name), ".txt"))
+		b.lang = 1 << i
+		if err := tb.parseVocab(f, false, b.add); err != nil {
+			return nil, err
 		}
 	}
-	addVocab := func(w string) {
-		w = strings.TrimSuffix(w, "*")
-		if len(w) >= 2 && tb.stop[w] == 0 && isASCIIWord(w) {
-			tb.vocab[w] = true
+	b.finish()
+	return tb, nil
+}
+
+type ruleAt struct {
+	r   *rule
+	key [4]int
+}
+
+type cjkAt struct {
+	p   cjkPat
+	key [4]int
+}
+
+// vocabBuilder adds the terms of the data files to a table.
+type vocabBuilder struct {
+	tb      *secretTable
+	rules   []ruleAt
+	cjks    []cjkAt
+	seen    map[string]int // list entries already added, with their index in rules or cjks (else -1):
+	key     []byte         // a term shared by two files counts once, with both languages
+	novocab []string
+	lang    uint32 // the bit of the file being read
+}
+
+// once reports whether a list entry of section sec is new, and else the index it was given.
+func (b *vocabBuilder) once(sec *vocabSection, term string, words []wordPat, index int) (bool, int) {
+	k := append(b.key[:0], byte(sec.kind), byte(sec.ci), byte(sec.scope))
+	for _, f := range [...]bool{sec.nameOnly, sec.alone, sec.soft} {
+		if f {
+			k = append(k, 1)
+		} else {
+			k = append(k, 0)
 		}
 	}
-	type ruleAt struct {
-		r   *rule
-		key [4]int
+	for _, m := range [...]uint32{sec.ctx, sec.noctx, sec.mask, sec.group} {
+		k = append(k, byte(m), byte(m>>8), byte(m>>16), byte(m>>24))
 	}
-	var rules []ruleAt
-	type cjkAt struct {
-		p   cjkPat
-		key [4]int
-	}
-	var cjks []cjkAt
-	seen := map[string]bool{}
-	var novocab []string
-	for n, e := range entries {
-		sec := e.sec
-		// The same term in two files (a word shared by two languages) counts once.
-		key := string(rune('a'+sec.kind)) + strconv.Itoa(sec.ci) + "/" + strconv.FormatUint(uint64(sec.ctx), 16) + "/" +
-			strconv.FormatUint(uint64(sec.noctx), 16) + "/" + strconv.FormatUint(uint64(sec.mask), 16) + "/" +
-			strconv.Itoa(sec.scope) + "/" + strconv.FormatUint(uint64(sec.group), 16) + "/" +
-			strconv.FormatBool(sec.nameOnly) + strconv.FormatBool(sec.alone) + strconv.FormatBool(sec.soft) + "/" +
-			e.cjk + "/" + strings.Join(e.words, " ")
-		if seen[key] {
-			continue
+	k = append(k, term...)
+	for _, w := range words {
+		k = append(k, ' ')
+		k = append(k, w.w...)
+		if w.stem {
+			k = append(k, '*')
 		}
-		seen[key] = true
-		if e.cjk != "" {
-			switch sec.kind {
-			case secClass, secMask:
-				ci := sec.ci
-				if sec.kind == secMask {
-					ci = ciMask
-				}
-				conditional := 1
-				if sec.ctx|sec.noctx != 0 {
-					conditional = 0
-				}
-				cjks = append(cjks, cjkAt{cjkPat{pat: e.cjk, ci: ci, ctx: sec.ctx, noctx: sec.noctx}, [4]int{-len(e.cjk), conditional, ci, n}})
-			case secOff:
-				p := maskPat{pat: e.cjk, mask: sec.mask}
-				if sec.scope == scopeField {
-					tb.cjkFieldNeg = append(tb.cjkFieldNeg, p)
-				} else {
-					tb.cjkNeg = append(tb.cjkNeg, p)
-				}
-			case secContext:
-				tb.cjkCtx = append(tb.cjkCtx, maskPat{pat: e.cjk, mask: sec.group})
+	}
+	b.key = k
+	if at, ok := b.seen[string(k)]; ok {
+		return false, at
+	}
+	b.seen[string(k)] = index
+	return true, 0
+}
+
+func (b *vocabBuilder) addVocab(w string) {
+	w = strings.TrimSuffix(w, "*")
+	if len(w) >= 2 && b.tb.stop[w] == 0 && isASCIIWord(w) {
+		b.tb.vocab[w] = true
+	}
+}
+
+// add adds one term of section sec; it returns a message when the term is wrong.
+func (b *vocabBuilder) add(sec *vocabSection, norm, cjk string) string {
+	tb := b.tb
+	n := len(b.rules) + len(b.cjks)
+	if cjk != "" {
+		at := -1
+		if sec.kind == secClass || sec.kind == secMask {
+			at = len(b.cjks)
+		}
+		if isNew, at := b.once(sec, cjk, nil, at); !isNew {
+			if at >= 0 {
+				b.cjks[at].p.langs |= b.lang
 			}
-			continue
+			return ""
 		}
 		switch sec.kind {
 		case secClass, secMask:
-			r := &rule{ci: sec.ci, nameOnly: sec.nameOnly, alone: sec.alone, soft: sec.soft, ctx: sec.ctx, noctx: sec.noctx}
+			ci := sec.ci
 			if sec.kind == secMask {
-				r.ci = ciMask
+				ci = ciMask
 			}
-			for _, w := range e.words {
-				if tb.stop[strings.TrimSuffix(w, "*")] != 0 {
-					continue
-				}
-				r.words = append(r.words, wordPat{w: strings.TrimSuffix(w, "*"), stem: strings.HasSuffix(w, "*")})
-				addVocab(w)
-			}
-			if len(r.words) == 0 {
-				return nil, &vocabError{e.file, e.line, "the term holds only stopwords"}
-			}
-			// When one phrase has several rules ("security code" is a CVV near a card, an OTP when sent, else
-			// a CVV), the rules that need context come first, then full words before abbreviations, then the
-			// more specific class.
-			conditional, abbrev := 1, 0
-			if r.ctx|r.noctx != 0 {
+			conditional := 1
+			if sec.ctx|sec.noctx != 0 {
 				conditional = 0
 			}
-			if r.nameOnly {
-				abbrev = 1
-			}
-			rules = append(rules, ruleAt{r, [4]int{conditional, abbrev, r.ci, n}})
+			b.cjks = append(b.cjks, cjkAt{cjkPat{pat: cjk, ci: ci, ctx: sec.ctx, noctx: sec.noctx, langs: b.lang}, [4]int{-len(cjk), conditional, ci, n}})
 		case secOff:
-			w := e.words[0]
+			p := maskPat{pat: cjk, mask: sec.mask}
 			if sec.scope == scopeField {
-				tb.fieldNeg.add(w, sec.mask)
+				tb.cjkFieldNeg = append(tb.cjkFieldNeg, p)
 			} else {
-				ng := negator{scope: sec.scope, mask: sec.mask}
-				if stem, ok := strings.CutSuffix(w, "*"); ok {
-					tb.negStem[stem] = append(tb.negStem[stem], ng)
-				} else {
-					tb.neg[w] = append(tb.neg[w], ng)
-				}
+				tb.cjkNeg = append(tb.cjkNeg, p)
 			}
-			addVocab(w)
 		case secContext:
-			tb.ctxWords.add(e.words[0], sec.group)
-			addVocab(e.words[0])
-		case secIdentity:
-			tb.identity.add(e.words[0], 1)
-			addVocab(e.words[0])
-		case secNeutral:
-			tb.neutral[e.words[0]] = true
-			addVocab(e.words[0])
-		case secSplit:
-			addVocab(e.words[0])
-		case secNoSplit:
-			novocab = append(novocab, e.words[0])
-		case secEnding:
-			tb.suffixes = append(tb.suffixes, e.words[0])
+			tb.cjkCtx = append(tb.cjkCtx, maskPat{pat: cjk, mask: sec.group})
+		}
+		return ""
+	}
+	w := norm // one word, except in [CLASS] and [not-secret]
+	switch sec.kind {
+	case secClass, secMask:
+		r := &rule{ci: sec.ci, nameOnly: sec.nameOnly, alone: sec.alone, soft: sec.soft, ctx: sec.ctx, noctx: sec.noctx, langs: b.lang}
+		if sec.kind == secMask {
+			r.ci = ciMask
+		}
+		for rest := norm; rest != ""; {
+			w, rest, _ = strings.Cut(rest, " ")
+			stem, isStem := strings.CutSuffix(w, "*")
+			if tb.stop[stem] != 0 {
+				continue
+			}
+			r.words = append(r.words, wordPat{w: stem, stem: isStem})
+			b.addVocab(w)
+		}
+		if len(r.words) == 0 {
+			return "the term holds only stopwords"
+		}
+		if isNew, at := b.once(sec, "", r.words, len(b.rules)); !isNew {
+			b.rules[at].r.langs |= b.lang
+			return ""
+		}
+		// When one phrase has several rules ("security code" is a CVV near a card, an OTP when sent, else
+		// a CVV), the rules that need context come first, then full words before abbreviations, then the
+		// more specific class.
+		conditional, abbrev := 1, 0
+		if r.ctx|r.noctx != 0 {
+			conditional = 0
+		}
+		if r.nameOnly {
+			abbrev = 1
+		}
+		b.rules = append(b.rules, ruleAt{r, [4]int{conditional, abbrev, r.ci, n}})
+	case secOff:
+		if sec.scope == scopeField {
+			tb.fieldNeg.add(w, sec.mask)
+		} else if isNew, _ := b.once(sec, w, nil, -1); isNew {
+			ng := negator{scope: sec.scope, mask: sec.mask}
+			if stem, ok := strings.CutSuffix(w, "*"); ok {
+				tb.negStem[stem] = append(tb.negStem[stem], ng)
+			} else {
+				tb.neg[w] = append(tb.neg[w], ng)
+			}
+		}
+		b.addVocab(w)
+	case secContext:
+		tb.ctxWords.add(w, sec.group)
+		b.addVocab(w)
+	case secIdentity:
+		tb.identity.add(w, 1)
+		b.addVocab(w)
+	case secNeutral:
+		tb.neutral[w] = true
+		b.addVocab(w)
+	case secSplit:
+		b.addVocab(w)
+	case secNoSplit:
+		b.novocab = append(b.novocab, w)
+	case secEnding:
+		if isNew, _ := b.once(sec, w, nil, -1); isNew {
+			tb.suffixes = append(tb.suffixes, w)
 		}
 	}
-	for _, w := range novocab {
+	return ""
+}
+
+// finish orders the rules and CJK patterns and indexes the rules by their first word.
+func (b *vocabBuilder) finish() {
+	tb := b.tb
+	for _, w := range b.novocab {
 		delete(tb.vocab, w)
 	}
-	slices.SortStableFunc(rules, func(a, b ruleAt) int { return slices.Compare(a.key[:], b.key[:]) })
-	for i, ra := range rules {
+	slices.SortStableFunc(b.rules, func(x, y ruleAt) int { return slices.Compare(x.key[:], y.key[:]) })
+	for i, ra := range b.rules {
 		r := ra.r
 		r.order = i
 		if r.words[0].stem {
@@ -255,22 +315,22 @@ func loadVocab(files []vocabFile) (*secretTable, error) {
 		}
 	}
 	// Longest CJK patterns first; among equals, those that need context, then the more specific class.
-	slices.SortStableFunc(cjks, func(a, b cjkAt) int { return slices.Compare(a.key[:], b.key[:]) })
-	tb.cjk = make([]cjkPat, len(cjks))
-	for i := range cjks {
-		tb.cjk[i] = cjks[i].p
+	slices.SortStableFunc(b.cjks, func(x, y cjkAt) int { return slices.Compare(x.key[:], y.key[:]) })
+	tb.cjk = make([]cjkPat, len(b.cjks))
+	for i := range b.cjks {
+		tb.cjk[i] = b.cjks[i].p
 	}
-	return tb, nil
 }
 
-// parseVocab reads one data file, appending its terms to entries.
-func (tb *secretTable) parseVocab(f vocabFile, entries []vocabEntry) ([]vocabEntry, error) {
+// parseVocab reads one data file and calls add for each term, with its section. With stopOnly it reads
+// only the terms of [stop] and [prep] (and every section header).
+func (tb *secretTable) parseVocab(f vocabFile, stopOnly bool, add func(sec *vocabSection, norm, cjk string) string) error {
 	var sec *vocabSection
 	text := f.text
 	for line := 1; text != ""; line++ {
 		raw, rest, _ := strings.Cut(text, "\n")
 		text = rest
-		fail := func(msg string) ([]vocabEntry, error) { return nil, &vocabError{f.name, line, msg} }
+		fail := func(msg string) error { return &vocabError{f.name, line, msg} }
 		if !utf8.ValidString(raw) {
 			return fail("not UTF-8")
 		}
@@ -295,11 +355,13 @@ func (tb *secretTable) parseVocab(f vocabFile, entries []vocabEntry) ([]vocabEnt
 		if sec == nil {
 			return fail("a term before the first [section]")
 		}
-		words, cjk, msg := normTerm(t)
+		if stopOnly != (sec.kind == secStop || sec.kind == secPrep) {
+			continue
+		}
+		norm, cjk, msg := normTerm(t)
 		if msg != "" {
 			return fail(msg)
 		}
-		e := vocabEntry{sec: sec, file: f.name, line: line, words: words, cjk: cjk}
 		if cjk != "" {
 			switch {
 			case sec.kind == secClass && (sec.nameOnly || sec.alone || sec.soft):
@@ -310,16 +372,18 @@ func (tb *secretTable) parseVocab(f vocabFile, entries []vocabEntry) ([]vocabEnt
 				return fail("this section takes no CJK terms")
 			}
 		} else if sec.kind != secClass && sec.kind != secMask {
-			if len(words) != 1 {
-				return fail("this section takes one word a line, " + strconv.Quote(t) + " is " + strconv.Itoa(len(words)))
+			if n := strings.Count(norm, " ") + 1; n != 1 {
+				return fail("this section takes one word a line, " + strconv.Quote(t) + " is " + strconv.Itoa(n))
 			}
-			if strings.HasSuffix(words[0], "*") && sec.kind != secOff && sec.kind != secContext && sec.kind != secIdentity {
+			if strings.HasSuffix(norm, "*") && sec.kind != secOff && sec.kind != secContext && sec.kind != secIdentity {
 				return fail("this section takes no stems (*)")
 			}
 		}
-		entries = append(entries, e)
+		if msg := add(sec, norm, cjk); msg != "" {
+			return fail(msg)
+		}
 	}
-	return entries, nil
+	return nil
 }
 
 // parseSection reads the fields of a section header; it returns a message when they are wrong.
@@ -415,9 +479,13 @@ func (tb *secretTable) groups(list string) (uint32, string) {
 }
 
 // normTerm normalises a term the way the detector normalises a text: Latin and Cyrillic words in lower case
-// without accents, cut at spaces, punctuation and letter/digit or script changes; a trailing * marks a stem.
-// A term holding Chinese, Japanese or Korean becomes one substring pattern (letters and CJK characters only).
-func normTerm(t string) (words []string, cjk, msg string) {
+// without accents, cut at spaces, punctuation and letter/digit or script changes, joined by one space; a
+// trailing * marks a stem. A term holding Chinese, Japanese or Korean becomes one substring pattern (letters
+// and CJK characters only) instead.
+func normTerm(t string) (norm, cjk, msg string) {
+	if plainTerm(t) {
+		return t, "", "" // already normalised: most lines are
+	}
 	for _, r := range t {
 		if isCJK(foldWidth(r)) {
 			var b []byte
@@ -425,61 +493,71 @@ func normTerm(t string) (words []string, cjk, msg string) {
 				r = foldWidth(r)
 				switch {
 				case r == '*':
-					return nil, "", "a CJK term cannot be a stem (*)"
+					return "", "", "a CJK term cannot be a stem (*)"
 				case isCJK(r):
 					b = utf8.AppendRune(b, unicode.ToLower(r))
 				case unicode.IsLetter(r) || unicode.IsDigit(r):
 					b = appendFolded(b, r)
 				}
 			}
-			return nil, string(b), ""
+			return "", string(b), ""
 		}
 	}
-	var cur []byte
-	script := 0
+	var buf [128]byte
+	out := buf[:0]
+	inWord, script := false, 0 // script 5: a * ended the word
 	for _, r := range t {
 		r = foldWidth(r)
 		switch {
 		case unicode.Is(unicode.Mn, r):
 		case unicode.IsLetter(r) || unicode.IsDigit(r):
 			if script == 5 {
-				return nil, "", "a * must end a word"
+				return "", "", "a * must end a word"
 			}
 			s := wordScript(r)
-			if len(cur) > 0 && s != script {
-				words = append(words, string(cur))
-				cur = cur[:0]
+			if inWord && s != script || !inWord && len(out) > 0 {
+				out = append(out, ' ')
 			}
-			script = s
-			cur = appendFolded(cur, r)
+			inWord, script = true, s
+			out = appendFolded(out, r)
 		case r == '*':
-			if len(cur) == 0 {
-				return nil, "", "a * must end a word"
+			if !inWord {
+				return "", "", "a * must end a word"
 			}
-			words = append(words, string(cur)+"*")
-			cur = cur[:0]
-			script = 5 // nothing may follow in the same word
+			out = append(out, '*')
+			inWord, script = false, 5
 		default:
 			if script == 5 && !unicode.IsSpace(r) {
-				return nil, "", "a * must end a word"
+				return "", "", "a * must end a word"
 			}
-			if len(cur) > 0 {
-				words = append(words, string(cur))
-				cur = cur[:0]
-			}
-			script = 0
+			inWord, script = false, 0
 		}
 	}
-	if len(cur) > 0 {
-		if script == 5 {
-			return nil, "", "a * must end a word"
+	if len(out) == 0 {
+		return "", "", "no word in the term"
+	}
+	return string(out), "", ""
+}
+
+// plainTerm reports whether t is already normalised: lower-case ASCII words separated by one space, each
+// maybe ending in *.
+func plainTerm(t string) bool {
+	for i := 0; i < len(t); i++ {
+		switch c := t[i]; {
+		case c >= 'a' && c <= 'z':
+		case c == ' ':
+			if i == 0 || i == len(t)-1 || t[i-1] == ' ' {
+				return false
+			}
+		case c == '*':
+			if i == 0 || t[i-1] < 'a' || t[i-1] > 'z' || i+1 < len(t) && t[i+1] != ' ' {
+				return false
+			}
+		default:
+			return false
 		}
-		words = append(words, string(cur))
 	}
-	if len(words) == 0 {
-		return nil, "", "no word in the term"
-	}
-	return words, "", ""
+	return t != ""
 }
 
 func isASCIIWord(w string) bool {

@@ -122,12 +122,14 @@ func TestVocabNormTerm(t *testing.T) {
 		{"CVV2", "cvv|2"},
 		{"парол* фраз*", "парол*|фраз*"},
 		{"Straße", "strasse"},
+		{"two  words ", "two|words"},
+		{"api key*", "api|key*"},
 		{"API 密钥", "cjk:api密钥"},
 		{"보안 코드", "cjk:보안코드"},
 		{"ＰＩＮコード", "cjk:pinコード"},
 	} {
-		words, cjk, msg := normTerm(tc.in)
-		got := strings.Join(words, "|")
+		norm, cjk, msg := normTerm(tc.in)
+		got := strings.ReplaceAll(norm, " ", "|")
 		if cjk != "" {
 			got = "cjk:" + cjk
 		}
@@ -175,4 +177,32 @@ func FuzzVocab(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestVocabLanguage checks the language the detector reports: the one file that holds the deciding term.
+func TestVocabLanguage(t *testing.T) {
+	tb := tables()
+	for _, tc := range []struct {
+		f    fieldInfo
+		lang string
+	}{
+		{fieldInfo{Name: "x", Title: "Contraseña", Type: "string"}, "es"},
+		{fieldInfo{Name: "x", Title: "Passwort", Type: "string"}, "de"},
+		{fieldInfo{Name: "x", Title: "Номер карты", Type: "string"}, "ru"},
+		{fieldInfo{Name: "x", Title: "暗証番号", Type: "string"}, "ja"},
+		{fieldInfo{Name: "x", Title: "비밀번호", Type: "string"}, "ko"},
+		{fieldInfo{Name: "x", Title: "支付密码", Type: "string"}, "zh"},
+		{fieldInfo{Name: "api_key", Type: "string"}, "en"},
+		{fieldInfo{Name: "x", Title: "Senha", Type: "string"}, "pt"},
+		{fieldInfo{Name: "x", Title: "Mot de passe", Type: "string"}, "fr"},
+		{fieldInfo{Name: "x", Title: "Codice OTP", Type: "string"}, "it"},
+		{fieldInfo{Name: "x", Type: "string", WriteOnly: true}, ""},
+		{fieldInfo{Name: "notes", Type: "string"}, ""},
+	} {
+		f := tc.f
+		_, _, lang := detectSecretLang(tb, &f)
+		if lang != tc.lang {
+			t.Errorf("%+v: language %q, want %q", f, lang, tc.lang)
+		}
+	}
 }
