@@ -224,7 +224,7 @@ func (s *Server) bookDemoCall(ctx context.Context, r *mcp.CallToolRequest) (*mcp
 	if _, ok := out.Answers[keySlot]; !ok {
 		// Round 1 is complete: ask round 2, keeping round 1's answers.
 		first := strings.SplitN(strings.TrimSpace(contact.Name), " ", 2)[0]
-		return c.ask(ctx, []host.InputRequest{host.Form(keySlot, "Thanks, "+first+". When would you like the call?", slotSchema(time.Now()))}, host.After(out))
+		return c.ask(ctx, []host.InputRequest{host.Form(keySlot, "Thanks, "+first+". When would you like the call?", slotSchema(time.Now()))}, host.WithPrevious(out))
 	}
 	var slot struct {
 		Slot    string `json:"slot"`
@@ -420,5 +420,5 @@ func (s *Server) connectCalendar(ctx context.Context, r *mcp.CallToolRequest) (*
 
 func (c *call) askConnect(ctx context.Context, id, msg string) (*mcp.CallToolResult, error) {
 	url := strings.TrimRight(c.s.cfg.PublicURL, "/") + "/connect/" + id
-	return c.ask(ctx, []host.InputRequest{host.URL(keyCalendar, msg, url)}, host.Progress([]byte(id)))
+	return c.ask(ctx, []host.InputRequest{host.URL(keyCalendar, msg, url)}, host.WithProgress([]byte(id)))
 }
