@@ -2,6 +2,7 @@
 // Portable: the platform layer (WASI, randomness) and the compiled module
 // are passed in; nothing here uses Node-only APIs.
 
+import { seams } from './seams.js';
 import { encode as b64encode, decode as b64decode } from './b64.js';
 import { GuardError, codes, fromWire } from './errors.js';
 import { WasmInstance } from './engine.js';
@@ -155,11 +156,12 @@ class Guard {
     this.#poolSize = Math.max(1, o.poolSize ?? 1);
     this.#callTimeout = o.callTimeout ?? DEFAULT_CALL_TIMEOUT_MS;
     this.#memoryLimit = o.memoryLimit ?? 0;
-    this.#clock = o.clock ?? Date.now;
-    this.#randomFill = o.random ?? ((b) => platform.randomFill(b));
+    const seam = o[seams] ?? {};
+    this.#clock = seam.clock ?? Date.now;
+    this.#randomFill = seam.random ?? ((b) => platform.randomFill(b));
     this.#policy = o.policy;
     this.#ledger = o.ledger ?? new MemoryLedger();
-    this.#testHooks = o.testHooks === true;
+    this.#testHooks = seam.testHooks === true;
     this.#onceDefaults = {};
     for (const k of ['leaseMs', 'waitMs', 'marginMs', 'ledgerTimeoutMs']) if (o[k] !== undefined) this.#onceDefaults[k] = o[k];
   }
@@ -482,7 +484,7 @@ class Guard {
     return this.toString();
   }
 
-  /** @internal test hook: the instance in use (trap and memory tests); only with the testHooks option. */
+  /** @internal test hook: the instance in use (trap and memory tests); only with seams.testHooks (src/seams.js). */
   [Symbol.for('mrtr-wasm.test.instance')]() {
     if (!this.#testHooks) throw new TypeError('mrtr: test hooks are off');
     return this.#ready[this.#ready.length - 1];
