@@ -67,6 +67,8 @@ export type OutcomeStatus = 'complete' | 'input_required' | 'declined' | 'cancel
 
 /** The guard's verdict on a retry. answers and progress are not enumerable: logging an outcome never shows what the user typed. */
 export class Outcome {
+  /** Outcomes come from guard.resume; there is nothing to construct. */
+  private constructor();
   status: OutcomeStatus;
   /** The logical request across all its rounds: the key for exactly-once side effects. */
   operationId: string;

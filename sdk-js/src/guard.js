@@ -86,7 +86,8 @@ export class Outcome {
 
   /** The form content accepted for key. */
   content(key) {
-    const a = Object.hasOwn(this.answers, key) ? this.answers[key] : undefined;
+    const answers = /** @type {Record<string, any>} */ (/** @type {any} */ (this).answers);
+    const a = Object.hasOwn(answers, key) ? answers[key] : undefined;
     if (a === undefined) throw new GuardError(codes.REQUEST_MALFORMED, `mrtr: no answer for ${JSON.stringify(key)}`);
     if (!a || typeof a.content !== 'object' || a.content === null) {
       throw new GuardError(codes.REQUEST_MALFORMED, `mrtr: the answer for ${JSON.stringify(key)} has no form content`);
@@ -95,7 +96,7 @@ export class Outcome {
   }
 
   [INSPECT](depth, opts, inspect) {
-    const shown = { ...this, answers: `[redacted: ${Object.keys(this.answers).join(', ') || 'none'}]` };
+    const shown = { ...this, answers: `[redacted: ${Object.keys(/** @type {any} */ (this).answers).join(', ') || 'none'}]` };
     return `Outcome ${inspect(shown, opts)}`;
   }
 }
@@ -499,6 +500,11 @@ function closedError() {
   return new GuardError(codes.UNAVAILABLE, 'the guard is closed');
 }
 
+/**
+ * @param {string} name
+ * @param {number} n
+ * @param {string} [code]
+ */
 function jsonInt(name, n, code = codes.REQUEST_MALFORMED) {
   if (!Number.isSafeInteger(n)) throw new GuardError(code, `${name} must be an integer`);
   return String(n);

@@ -73,7 +73,7 @@ function sleepMs(ms) {
 
 /**
  * A fresh WASI preview1 layer for one instance.
- * @returns {{imports: object, start(instance: WebAssembly.Instance): void, attach(memory: WebAssembly.Memory): void, exitCode: number | undefined}}
+ * @returns {{imports: any, start(instance: WebAssembly.Instance): void, attach(memory: WebAssembly.Memory): void, exitCode: number | undefined}}
  */
 export function wasiShim() {
   const fill = (b) => globalThis.crypto.getRandomValues(b);
@@ -82,7 +82,7 @@ export function wasiShim() {
   let view = null;
   let bytes = null;
   const fdflags = [0, 0, 0];
-  const layer = { exitCode: undefined };
+  const layer = /** @type {any} */ ({ exitCode: undefined });
 
   // Views of linear memory, re-made when memory grew (the old buffer is
   // detached then).
