@@ -25,8 +25,8 @@ const (
 	// module every other runtime runs. The default.
 	EngineWasm Engine = iota
 	// EngineNative runs the same core compiled into this binary: the
-	// same code and answers, 6-10x faster, but not the artefact the other
-	// runtimes run. Tests run every vector on both.
+	// same code and answers, several times faster (BENCHMARKS.md), but not
+	// the artefact the other runtimes run. Tests run every vector on both.
 	EngineNative
 )
 

@@ -1,7 +1,6 @@
 package host
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -320,9 +319,6 @@ func (g *Guard) KeyIDs() []string {
 	return append([]string(nil), g.keyIDs...)
 }
 
-// Engine reports which engine runs the core.
-func (g *Guard) Engine() Engine { return g.cfg.engine }
-
 // Close stops every instance. Calls after Close fail.
 func (g *Guard) Close(ctx context.Context) error {
 	if g.closed.Swap(true) {
@@ -403,6 +399,12 @@ func (g *Guard) call(ctx context.Context, env []byte, r *response) error {
 		return err
 	}
 	err = json.Unmarshal(out, r)
+	if r.Interrupted {
+		// Stopped at a checkpoint: discard the instance all the same, so
+		// a call that ran over never leaves anything behind.
+		g.discard(ctx, s)
+		return &Error{Code: CodeUnavailable, Message: "guard call stopped: deadline exceeded or cancelled"}
+	}
 	if s.inst.bloated() {
 		// A large request grew this instance's memory, which wasm never
 		// gives back: replace it rather than keep the memory.
@@ -421,8 +423,8 @@ func (g *Guard) call(ctx context.Context, env []byte, r *response) error {
 
 // invoke runs env on the slot's instance. A call is not interrupted from
 // outside (wazero can do that only by checking a flag through a trampoline
-// at every loop header, which made calls 4-5x slower here; see
-// RATIONALE.md): the guest asks the host at checkpoints whether to stop,
+// at every loop header, which made calls several times slower; RATIONALE.md
+// has the figure): the guest asks the host at checkpoints whether to stop,
 // and the host answers from the caller's context and the call deadline.
 // On error the slot is already discarded.
 func (g *Guard) invoke(ctx context.Context, s *slot, env []byte) ([]byte, error) {
@@ -437,48 +439,26 @@ func (g *Guard) invoke(ctx context.Context, s *slot, env []byte) ([]byte, error)
 		g.discard(ctx, s)
 		return nil, &Error{Code: CodeInternal, Message: "the guard module failed; its instance was replaced"}
 	}
-	if bytes.Contains(out[:min(len(out), 96)], interruptedCode) {
-		// Stopped at a checkpoint: discard the instance all the same, so
-		// a call that ran over never leaves anything behind.
-		g.discard(ctx, s)
-		return nil, &Error{Code: CodeUnavailable, Message: "guard call stopped: deadline exceeded or cancelled"}
-	}
-	return out, nil
-}
-
-var interruptedCode = []byte(`"code":"` + core.CodeInterrupted + `"`)
-
-// callRaw runs an envelope and returns a copy of the response bytes, for
-// the shared test vectors.
-func (g *Guard) callRaw(ctx context.Context, env []byte) ([]byte, error) {
-	s, err := g.acquire(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out, err := s.inst.call(ctx, env, 0)
-	if err != nil {
-		g.discard(ctx, s)
-		return nil, err
-	}
-	out = append([]byte(nil), out...)
-	g.release(s)
 	return out, nil
 }
 
 // response is the guest's response envelope.
 type response struct {
-	OK          bool                       `json:"ok"`
-	Error       *wireError                 `json:"error"`
-	Status      Status                     `json:"status"`
-	OperationID string                     `json:"operationId"`
-	Round       int                        `json:"round"`
-	Result      *InputRequiredResult       `json:"result"`
-	Answers     map[string]json.RawMessage `json:"answers"`
-	Declined    []string                   `json:"declined"`
-	Cancelled   []string                   `json:"cancelled"`
-	Progress    string                     `json:"progress"`
-	Findings    []Finding                  `json:"findings"`
-	KeyIDs      []string                   `json:"keyIds"`
+	OK            bool                       `json:"ok"`
+	Interrupted   bool                       `json:"interrupted"`
+	AnswersDigest string                     `json:"answersDigest"`
+	Input         json.RawMessage            `json:"input"`
+	Error         *wireError                 `json:"error"`
+	Status        Status                     `json:"status"`
+	OperationID   string                     `json:"operationId"`
+	Round         int                        `json:"round"`
+	Result        *InputRequiredResult       `json:"result"`
+	Answers       map[string]json.RawMessage `json:"answers"`
+	Declined      []string                   `json:"declined"`
+	Cancelled     []string                   `json:"cancelled"`
+	Progress      string                     `json:"progress"`
+	Findings      []Finding                  `json:"findings"`
+	KeyIDs        []string                   `json:"keyIds"`
 }
 
 type wireError struct {
@@ -586,20 +566,9 @@ func (g *Guard) Ask(ctx context.Context, req *Request, inputs []InputRequest, op
 	if err != nil {
 		return nil, err
 	}
-	env = append(env, `,"inputRequests":{`...)
-	for i, in := range inputs {
-		if i > 0 {
-			env = append(env, ',')
-		}
-		env = core.AppendJSONString(env, in.Key)
-		env = append(env, `:{"method":`...)
-		env = core.AppendJSONString(env, in.Method)
-		if env, err = appendRaw(env, "params", in.Params); err != nil {
-			return nil, err
-		}
-		env = append(env, '}')
+	if env, err = appendInputRequests(env, inputs); err != nil {
+		return nil, err
 	}
-	env = append(env, '}')
 	if len(o.progress) > 0 {
 		env = append(env, `,"progress":"`...)
 		env = base64.RawURLEncoding.AppendEncode(env, o.progress)
@@ -645,6 +614,26 @@ func (g *Guard) Ask(ctx context.Context, req *Request, inputs []InputRequest, op
 	return r.Result, nil
 }
 
+// appendInputRequests appends "inputRequests" as ask and policy.input
+// read it.
+func appendInputRequests(env []byte, inputs []InputRequest) ([]byte, error) {
+	env = append(env, `,"inputRequests":{`...)
+	for i, in := range inputs {
+		if i > 0 {
+			env = append(env, ',')
+		}
+		env = core.AppendJSONString(env, in.Key)
+		env = append(env, `:{"method":`...)
+		env = core.AppendJSONString(env, in.Method)
+		var err error
+		if env, err = appendRaw(env, "params", in.Params); err != nil {
+			return nil, err
+		}
+		env = append(env, '}')
+	}
+	return append(env, '}'), nil
+}
+
 // Resume checks a retry: it opens the requestState (bound to the
 // principal, method, target, arguments and audience), validates every
 // answer against the schema that was asked, and says what happened. An
@@ -673,12 +662,13 @@ func (g *Guard) Resume(ctx context.Context, req *Request) (*Outcome, error) {
 		return nil, err
 	}
 	o := &Outcome{
-		Status:      r.Status,
-		OperationID: r.OperationID,
-		Round:       r.Round,
-		Answers:     r.Answers,
-		Declined:    r.Declined,
-		Cancelled:   r.Cancelled,
+		Status:        r.Status,
+		OperationID:   r.OperationID,
+		Round:         r.Round,
+		Answers:       r.Answers,
+		AnswersDigest: r.AnswersDigest,
+		Declined:      r.Declined,
+		Cancelled:     r.Cancelled,
 	}
 	if r.Progress != "" {
 		o.Progress, _ = base64.RawURLEncoding.DecodeString(r.Progress)

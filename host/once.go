@@ -1,13 +1,9 @@
 package host
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/binary"
-	"encoding/json"
+	"encoding/hex"
 	"errors"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -87,7 +83,7 @@ func WithLedgerTimeout(d time.Duration) Option { return func(c *config) { c.ledg
 
 // Each call returns a new *Error: callers may annotate theirs.
 func errOnceNotComplete() error {
-	return &Error{Code: CodeNotComplete, Message: "Once needs a complete outcome: act only when every answer is in"}
+	return &Error{Code: CodeNotComplete, Message: "Once needs a complete outcome from Resume (with its answers digest): act only when every answer is in"}
 }
 
 func errOnceConflict() error {
@@ -124,11 +120,14 @@ func (g *Guard) Once(ctx context.Context, o *Outcome, effect func(ctx context.Co
 	if o == nil || o.Status != Complete || o.OperationID == "" {
 		return nil, false, errOnceNotComplete()
 	}
+	fp, ok := answersKey(o)
+	if !ok {
+		return nil, false, errOnceNotComplete()
+	}
 	if effect == nil {
 		return nil, false, &Error{Code: CodeInternal, Message: "Once needs an effect"}
 	}
 	l := g.once
-	fp := answersFingerprint(o.Answers)
 	deadline := time.Now().Add(l.wait)
 	pause := time.Millisecond
 	for {
@@ -311,171 +310,15 @@ func ledgerDown(err error) error {
 		Message: "the replay ledger is unavailable: nothing was done; retry later"}
 }
 
-// answersFingerprint is a SHA-256 over the answers with map keys and
-// object members sorted (the guest's JSON is compact, its strings
-// canonical; only member order can differ between equal answers). The
-// ledger stores this, never the answers.
-func answersFingerprint(answers map[string]json.RawMessage) ledger.Fingerprint {
-	var keysBuf [8]string
-	keys := keysBuf[:0]
-	for k := range answers {
-		keys = append(keys, k)
+// answersKey is the ledger key of the outcome's answers: the digest the
+// guard core wrote (guest/ABI.md), used as it is, so every host and every
+// build of guard.wasm agrees on "the same answers". The ledger stores
+// this, never the answers.
+func answersKey(o *Outcome) (ledger.Fingerprint, bool) {
+	var fp ledger.Fingerprint
+	if len(o.AnswersDigest) != 2*len(fp) {
+		return fp, false
 	}
-	slices.Sort(keys)
-	var stack [512]byte
-	buf := append(stack[:0], "mrtr-wasm/answers/v1\x00"...)
-	for _, k := range keys {
-		buf = binary.AppendUvarint(buf, uint64(len(k)))
-		buf = append(buf, k...)
-		// The value's length goes first, patched in after it is written.
-		at := len(buf)
-		buf = append(buf, 0, 0, 0, 0)
-		buf = appendCanonicalJSON(buf, answers[k])
-		binary.BigEndian.PutUint32(buf[at:], uint32(len(buf)-at-4))
-	}
-	return sha256.Sum256(buf)
-}
-
-// appendCanonicalJSON appends compact JSON v with every object's members
-// sorted by key; scalars stay byte for byte. Input that does not scan is
-// appended as is (the fingerprint stays deterministic either way).
-func appendCanonicalJSON(dst, v []byte) []byte {
-	s := jsonScan{b: v}
-	out, ok := s.canon(dst)
-	if !ok || s.i != len(v) {
-		return append(dst, v...)
-	}
-	return out
-}
-
-type jsonScan struct {
-	b []byte
-	i int
-}
-
-// span is one member of an object being canonicalised: dst[a:b] holds
-// key:value, the key's literal being k bytes long.
-type span struct{ a, b, k int }
-
-func (s *jsonScan) canon(dst []byte) ([]byte, bool) {
-	if s.i >= len(s.b) {
-		return dst, false
-	}
-	switch s.b[s.i] {
-	case '{':
-		s.i++
-		if s.eat('}') {
-			return append(dst, "{}"...), true
-		}
-		// Write the members as they come; reorder them only if needed.
-		start := len(dst)
-		dst = append(dst, '{')
-		var stack [16]span
-		ms := stack[:0]
-		sorted := true
-		for {
-			if len(ms) > 0 {
-				dst = append(dst, ',')
-			}
-			a := len(dst)
-			k, ok := s.str()
-			if !ok || !s.eat(':') {
-				return dst, false
-			}
-			dst = append(dst, k...)
-			dst = append(dst, ':')
-			if dst, ok = s.canon(dst); !ok {
-				return dst, false
-			}
-			if n := len(ms); n > 0 && bytes.Compare(dst[ms[n-1].a:ms[n-1].a+ms[n-1].k], k) >= 0 {
-				sorted = false
-			}
-			ms = append(ms, span{a, len(dst), len(k)})
-			if s.eat('}') {
-				break
-			}
-			if !s.eat(',') {
-				return dst, false
-			}
-		}
-		if sorted {
-			return append(dst, '}'), true
-		}
-		slices.SortStableFunc(ms, func(x, y span) int { return bytes.Compare(dst[x.a:x.a+x.k], dst[y.a:y.a+y.k]) })
-		var scratch [256]byte // most answers fit: no allocation
-		out := scratch[:0]
-		out = append(out, '{')
-		for i, m := range ms {
-			if i > 0 {
-				out = append(out, ',')
-			}
-			out = append(out, dst[m.a:m.b]...)
-		}
-		out = append(out, '}')
-		return append(dst[:start], out...), true
-	case '[':
-		s.i++
-		dst = append(dst, '[')
-		if s.eat(']') {
-			return append(dst, ']'), true
-		}
-		for {
-			var ok bool
-			if dst, ok = s.canon(dst); !ok {
-				return dst, false
-			}
-			if s.eat(']') {
-				return append(dst, ']'), true
-			}
-			if !s.eat(',') {
-				return dst, false
-			}
-			dst = append(dst, ',')
-		}
-	case '"':
-		k, ok := s.str()
-		return append(dst, k...), ok
-	}
-	start := s.i
-	ok := s.scalar()
-	return append(dst, s.b[start:s.i]...), ok
-}
-
-// str scans a string literal and returns it with its quotes.
-func (s *jsonScan) str() ([]byte, bool) {
-	if s.i >= len(s.b) || s.b[s.i] != '"' {
-		return nil, false
-	}
-	start := s.i
-	for s.i++; s.i < len(s.b); s.i++ {
-		switch s.b[s.i] {
-		case '\\':
-			s.i++
-		case '"':
-			s.i++
-			return s.b[start:s.i], true
-		}
-	}
-	return nil, false
-}
-
-// scalar scans a number or literal: everything up to a delimiter.
-func (s *jsonScan) scalar() bool {
-	start := s.i
-	for s.i < len(s.b) {
-		switch s.b[s.i] {
-		case ',', '}', ']', ':', '{', '[', '"':
-			return s.i > start
-		}
-		s.i++
-	}
-	return s.i > start
-}
-
-func (s *jsonScan) eat(c byte) bool {
-	if s.i < len(s.b) && s.b[s.i] == c {
-		s.i++
-		return true
-	}
-	return false
+	_, err := hex.Decode(fp[:], []byte(o.AnswersDigest))
+	return fp, err == nil
 }

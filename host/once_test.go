@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
 	"encoding/json"
@@ -158,47 +159,72 @@ func TestOnceNotComplete(t *testing.T) {
 	}
 }
 
-// TestOnceCanonicalAnswers: equal answers whose members come in another
-// order are the same answers (no conflict); the fingerprint covers keys
-// and values (a change anywhere conflicts).
+// TestOnceCanonicalAnswers: Once keys the ledger with the core's answers
+// digest, so one retry spelled another way (member order, 1.0 or 1e0 for
+// 1, "\u00e9" for "é") is the same answers: a replay, in both engines;
+// any change of value is a conflict. It also checks that the digest is the
+// RFC 8785 one ABI.md defines, recomputed here from Go values.
 func TestOnceCanonicalAnswers(t *testing.T) {
 	ctx := context.Background()
-	g := onceGuard(t, host.NewKeyring(), host.WithEngine(host.EngineNative))
-	var c onceCounter
-	out := func(op string, answers map[string]string) *host.Outcome {
-		o := &host.Outcome{Status: host.Complete, OperationID: op, Answers: map[string]json.RawMessage{}}
-		for k, v := range answers {
-			o.Answers[k] = json.RawMessage(v)
-		}
-		return o
+	schema := json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"},"n":{"type":"number"},"ok":{"type":"boolean"}},"required":["name","n"]}`)
+	keys := host.NewKeyring()
+	l := ledger.NewMemory()
+	guards := map[host.Engine]*host.Guard{}
+	for _, e := range []host.Engine{host.EngineNative, host.EngineWasm} {
+		guards[e] = onceGuard(t, keys, host.WithEngine(e), host.WithLedger(l))
 	}
-	base := map[string]string{
-		"contact": `{"action":"accept","content":{"name":"Ann","email":"a@x.io","tags":[{"b":1,"a":2}]}}`,
-		"model":   `{"role":"assistant","model":"m","content":{"type":"text","text":"{\"b\":1,\"a\":\"}\"}"}}`,
-	}
-	if _, _, err := g.Once(ctx, out("op-canon", base), c.effect); err != nil {
+	req := &host.Request{Principal: "alice@example.com", Method: "tools/call", Target: "t", Capabilities: json.RawMessage(`{"elicitation":{"form":{}}}`)}
+	ir, err := guards[host.EngineNative].Ask(ctx, req, []host.InputRequest{host.Form("f", "?", schema)})
+	if err != nil {
 		t.Fatal(err)
 	}
-	same := map[string]string{
-		"model":   `{"content":{"text":"{\"b\":1,\"a\":\"}\"}","type":"text"},"model":"m","role":"assistant"}`,
-		"contact": `{"content":{"tags":[{"a":2,"b":1}],"email":"a@x.io","name":"Ann"},"action":"accept"}`,
+	req.RequestState = ir.RequestState
+	outcome := func(e host.Engine, answers string) *host.Outcome {
+		r := *req
+		r.InputResponses = json.RawMessage(answers)
+		return onceResume(t, guards[e], &r)
 	}
-	if _, replay, err := g.Once(ctx, out("op-canon", same), c.effect); err != nil || !replay {
-		t.Fatalf("reordered members: replay %v, %v", replay, err)
+	var c onceCounter
+	first := outcome(host.EngineNative, `{"f":{"action":"accept","content":{"name":"Jos\u00e9","n":1.0,"ok":true}}}`)
+	if _, _, err := guards[host.EngineNative].Once(ctx, first, c.effect); err != nil {
+		t.Fatal(err)
 	}
-	for _, diff := range []map[string]string{
-		{"contact": base["contact"]},
-		{"contact": base["contact"], "model": base["model"], "x": `{}`},
-		{"contact": strings.Replace(base["contact"], "Ann", "Anne", 1), "model": base["model"]},
-		{"contact": strings.Replace(base["contact"], `"b":1`, `"b":1.0`, 1), "model": base["model"]},
-		{"contact": base["model"], "model": base["contact"]},
-	} {
-		_, _, err := g.Once(ctx, out("op-canon", diff), c.effect)
-		onceCode(t, err, host.CodeConflict)
+	// The digest is SHA-256 over the domain and the RFC 8785 form.
+	want := sha256.Sum256([]byte("mrtr-wasm/answers/v2\x00" + `{"f":{"action":"accept","content":{"n":1,"name":"José","ok":true}}}`))
+	if first.AnswersDigest != hex.EncodeToString(want[:]) {
+		t.Fatalf("digest %s, want %x", first.AnswersDigest, want)
+	}
+	for _, e := range []host.Engine{host.EngineNative, host.EngineWasm} {
+		for _, same := range []string{
+			`{"f":{"content":{"ok":true,"n":1,"name":"José"},"action":"accept"}}`,
+			`{"f":{"action":"accept","content":{"name":"Jos\u00E9","n":1e0,"ok":true}}}`,
+			`{"f":{"action":"accept","content":{"name":"José","n":0.1e1,"ok":true}}}`,
+		} {
+			o := outcome(e, same)
+			if o.AnswersDigest != first.AnswersDigest {
+				t.Fatalf("%s: %s: digest %s, want %s", e, same, o.AnswersDigest, first.AnswersDigest)
+			}
+			if _, replay, err := guards[e].Once(ctx, o, c.effect); err != nil || !replay {
+				t.Fatalf("%s: %s: replay %v, %v", e, same, replay, err)
+			}
+		}
+		for _, diff := range []string{
+			`{"f":{"action":"accept","content":{"name":"Jose","n":1,"ok":true}}}`,
+			`{"f":{"action":"accept","content":{"name":"José","n":1.5,"ok":true}}}`,
+			`{"f":{"action":"accept","content":{"name":"José","n":1}}}`,
+		} {
+			_, _, err := guards[e].Once(ctx, outcome(e, diff), c.effect)
+			onceCode(t, err, host.CodeConflict)
+		}
 	}
 	if c.n.Load() != 1 {
 		t.Fatalf("the effect ran %d times", c.n.Load())
 	}
+	// An outcome without the core's digest (built by hand) is refused.
+	hand := *first
+	hand.AnswersDigest = ""
+	_, _, err = guards[host.EngineNative].Once(ctx, &hand, c.effect)
+	onceCode(t, err, host.CodeNotComplete)
 }
 
 // TestOnceEffectFails: an error or a panic releases the claim, so the

@@ -5,8 +5,8 @@
 // The guard core decides what is safe; the policy decides what this
 // deployment allows. Load prepares the policy once (a bad policy or data
 // file fails there, with the file and line); the Engine is a host.Policy,
-// evaluated on every ask and resume, and Reload, Watch and SIGHUP swap
-// a new policy in atomically.
+// evaluated on every ask and resume, and Reload and SIGHUP
+// (ReloadOnSIGHUP) swap a new policy in atomically.
 //
 //	pol, err := policy.Load(ctx, "policies", policy.WithData("strict"))
 //	g, err := host.New(ctx, host.WithKeys(keys), host.WithPolicy(pol))

@@ -46,15 +46,6 @@ const (
 	metaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
 )
 
-// probe is the part of a JSON-RPC message the checks read.
-type probe struct {
-	ID     json.RawMessage `json:"id"`
-	Method string          `json:"method"`
-	Params *struct {
-		Meta map[string]json.RawMessage `json:"_meta"`
-	} `json:"params"`
-}
-
 // checkMeta returns the -32602 error for a request without the required
 // _meta, or nil. Notifications and initialize pass.
 func checkMeta(method string, isCall bool, meta map[string]json.RawMessage) *jsonrpc.Error {
@@ -106,28 +97,14 @@ func writeRPCError(w http.ResponseWriter, status int, id json.RawMessage, e *jso
 }
 
 // CheckRequests wraps the SDK's HTTP handler with the checks above and
-// the 1 MiB body limit (HTTP 413 beyond it).
+// the 1 MiB body limit (HTTP 413 beyond it). The body is read first, so
+// that every JSON-RPC error written here carries the request's id, and in
+// the same pass the raw params are filed for HostRequest (raw.go).
 func CheckRequests(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
 			next.ServeHTTP(w, r)
 			return
-		}
-		if v := r.Header.Get("MCP-Protocol-Version"); v != "" && v != ProtocolVersion {
-			data, _ := json.Marshal(map[string]any{"supported": []string{ProtocolVersion}, "requested": v})
-			writeRPCError(w, http.StatusBadRequest, nil, &jsonrpc.Error{Code: CodeUnsupportedProtocolVersion,
-				Message: "unsupported protocol version: this server speaks " + ProtocolVersion, Data: data})
-			return
-		}
-		for _, h := range []string{"Mcp-Name", "Mcp-Method"} {
-			if v := r.Header.Get(h); v != "" {
-				d, ok := decodeHeader(v)
-				if !ok {
-					writeRPCError(w, http.StatusBadRequest, nil, &jsonrpc.Error{Code: CodeHeaderMismatch, Message: "malformed base64 value in the " + h + " header"})
-					return
-				}
-				r.Header.Set(h, d)
-			}
 		}
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
 		if err != nil {
@@ -140,16 +117,41 @@ func CheckRequests(next http.Handler) http.Handler {
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		var p probe
-		if t := bytes.TrimSpace(body); len(t) > 0 && t[0] == '{' && json.Unmarshal(body, &p) == nil {
-			var meta map[string]json.RawMessage
-			if p.Params != nil {
-				meta = p.Params.Meta
+		msg, isObject, err := scanMessage(body)
+		if err != nil {
+			writeRPCError(w, http.StatusBadRequest, msg.id, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: err.Error()})
+			return
+		}
+		if v := r.Header.Get("MCP-Protocol-Version"); v != "" && v != ProtocolVersion {
+			data, _ := json.Marshal(map[string]any{"supported": []string{ProtocolVersion}, "requested": v})
+			writeRPCError(w, http.StatusBadRequest, msg.id, &jsonrpc.Error{Code: CodeUnsupportedProtocolVersion,
+				Message: "unsupported protocol version: this server speaks " + ProtocolVersion, Data: data})
+			return
+		}
+		for _, h := range []string{"Mcp-Name", "Mcp-Method"} {
+			if v := r.Header.Get(h); v != "" {
+				d, ok := decodeHeader(v)
+				if !ok {
+					writeRPCError(w, http.StatusBadRequest, msg.id, &jsonrpc.Error{Code: CodeHeaderMismatch, Message: "malformed base64 value in the " + h + " header"})
+					return
+				}
+				r.Header.Set(h, d)
 			}
-			isCall := len(p.ID) > 0 && string(p.ID) != "null"
-			if e := checkMeta(p.Method, isCall, meta); e != nil {
-				writeRPCError(w, http.StatusBadRequest, p.ID, e)
+		}
+		if isObject {
+			rc, err := scanParams(msg.params)
+			isCall := len(msg.id) > 0 && string(msg.id) != "null"
+			switch {
+			case errors.Is(err, errAmbiguous):
+				writeRPCError(w, http.StatusBadRequest, msg.id, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()})
 				return
+			case err != nil: // params not an object: the SDK's to refuse
+			default:
+				if e := checkMeta(msg.method, isCall, rc.meta); e != nil {
+					writeRPCError(w, http.StatusBadRequest, msg.id, e)
+					return
+				}
+				defer fileHTTP(r.Header, rc)()
 			}
 		}
 		// Anything else (batches, bad JSON) is the SDK's to refuse.
@@ -183,13 +185,23 @@ func (c *checkedConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		if !ok {
 			return msg, nil
 		}
-		var p struct {
-			Meta map[string]json.RawMessage `json:"_meta"`
+		rc, err := scanParams(req.Params)
+		var e *jsonrpc.Error
+		switch {
+		case errors.Is(err, errAmbiguous):
+			e = &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
+		case err != nil:
+			rc = &rawCall{} // not an object: the SDK refuses it
+			fallthrough
+		default:
+			e = checkMeta(req.Method, req.IsCall(), rc.meta)
 		}
-		_ = json.Unmarshal(req.Params, &p)
-		e := checkMeta(req.Method, req.IsCall(), p.Meta)
 		if e == nil {
+			fileStdio(req, rc)
 			return msg, nil
+		}
+		if !req.IsCall() {
+			continue // a notification gets no answer
 		}
 		if err := c.Connection.Write(ctx, &jsonrpc.Response{ID: req.ID, Error: e}); err != nil {
 			return nil, err

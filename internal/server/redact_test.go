@@ -1,0 +1,19 @@
+package server
+
+import (
+	"crypto/sha256"
+	"testing"
+
+	"github.com/mrtr-wasm/mrtr-wasm/internal/redact/redacttest"
+)
+
+// The token table shows neither tokens nor their digests.
+func TestTokensRedaction(t *testing.T) {
+	const tok = "tok-secret-0123456789abcdef"
+	tokens, err := NewTokens(map[string]string{tok: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := sha256.Sum256([]byte(tok))
+	redacttest.Check(t, *tokens, []string{tok, string(d[:6])}, nil, "1 tokens")
+}
