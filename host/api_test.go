@@ -285,7 +285,7 @@ func TestAPIAfterSecondRound(t *testing.T) {
 		if first.Status != Complete {
 			t.Fatalf("first round: %+v", first)
 		}
-		res2 := ask(t, g, req, []InputRequest{confirmInput()}, After(first))
+		res2 := ask(t, g, req, []InputRequest{confirmInput()}, WithPrevious(first))
 		if _, ok := res2.InputRequests["contact"]; ok {
 			t.Error("a completed answer must not be asked again")
 		}
@@ -302,7 +302,7 @@ func TestAPIAfterSecondRound(t *testing.T) {
 			t.Errorf("answer of round 2: %v %+v", err, out.Answers)
 		}
 		// After needs a complete outcome.
-		_, err := g.Ask(ctx, req, []InputRequest{confirmInput()}, After(&Outcome{Status: Declined, OperationID: "x", Round: 1}))
+		_, err := g.Ask(ctx, req, []InputRequest{confirmInput()}, WithPrevious(&Outcome{Status: Declined, OperationID: "x", Round: 1}))
 		if err == nil {
 			t.Error("After a declined outcome must fail")
 		}
@@ -314,7 +314,7 @@ func TestAPIProgress(t *testing.T) {
 		g := newGuard(t, eng)
 		req := bookReq("alice")
 		progress := []byte{0, 1, 2, 0xff, '"', '}', ',', 'x'}
-		res := ask(t, g, req, []InputRequest{contactInput()}, Progress(progress))
+		res := ask(t, g, req, []InputRequest{contactInput()}, WithProgress(progress))
 		// Through a re-ask and to the end.
 		out := resume(t, g, retry(req, res.RequestState, `{"contact":{"action":"accept","content":{"name":"Ann"}}}`))
 		if out.Status != InputRequired {
@@ -330,7 +330,7 @@ func TestAPIProgress(t *testing.T) {
 			t.Errorf("progress %q from nowhere", out.Progress)
 		}
 		// Over 4 KiB is refused.
-		if _, err := g.Ask(context.Background(), req, []InputRequest{contactInput()}, Progress(make([]byte, 5<<10))); err == nil {
+		if _, err := g.Ask(context.Background(), req, []InputRequest{contactInput()}, WithProgress(make([]byte, 5<<10))); err == nil {
 			t.Error("5 KiB of progress was accepted")
 		}
 	})
@@ -580,7 +580,7 @@ func TestAPIAfterAnswersNeverSplice(t *testing.T) {
 		} {
 			forged := &Outcome{Status: Complete, OperationID: "AAAAAAAAAAAAAAAAAAAAAA", Round: 1,
 				Answers: map[string]json.RawMessage{"contact": json.RawMessage(splice)}}
-			res, err := g.Ask(ctx, bookReq("alice"), []InputRequest{confirmInput()}, After(forged))
+			res, err := g.Ask(ctx, bookReq("alice"), []InputRequest{confirmInput()}, WithPrevious(forged))
 			if err == nil {
 				t.Errorf("After with answer %s was spliced into the envelope (state %d bytes)", splice, len(res.RequestState))
 			}

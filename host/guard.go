@@ -60,9 +60,9 @@ func WithTTL(d time.Duration) Option { return func(c *config) { c.ttl = d } }
 // WithMaxRounds bounds the rounds of one logical request (default 3).
 func WithMaxRounds(n int) Option { return func(c *config) { c.maxRounds = n } }
 
-// WithMaxStateSize caps a requestState in bytes (default 8 KiB), checked
+// WithMaxStateBytes caps a requestState in bytes (default 8 KiB), checked
 // when sealing and before opening.
-func WithMaxStateSize(n int) Option { return func(c *config) { c.maxState = n } }
+func WithMaxStateBytes(n int) Option { return func(c *config) { c.maxState = n } }
 
 // WithPoolSize bounds the number of module instances (default GOMAXPROCS).
 // Each call uses one instance at a time; callers beyond the pool wait.
@@ -80,14 +80,14 @@ func WithEngine(e Engine) Option { return func(c *config) { c.engine = e } }
 // that runs over is stopped and its instance replaced.
 func WithCallTimeout(d time.Duration) Option { return func(c *config) { c.callTimeout = d } }
 
-// WithMemoryLimit sets the guest heap limit in MiB (default 32). The guest
+// WithMemoryLimitMiB sets the guest heap limit in MiB (default 32). The guest
 // collects garbage only near this limit, so it is also roughly each
 // instance's linear memory.
-func WithMemoryLimit(mib int) Option { return func(c *config) { c.memoryLimitMiB = uint32(mib) } }
+func WithMemoryLimitMiB(mib int) Option { return func(c *config) { c.memoryLimitMiB = uint32(mib) } }
 
-// WithMaxMemory hard-caps each instance's linear memory in MiB (default
+// WithMaxMemoryMiB hard-caps each instance's linear memory in MiB (default
 // 256). A guest that needs more traps and its instance is replaced.
-func WithMaxMemory(mib int) Option { return func(c *config) { c.maxMemoryMiB = uint32(mib) } }
+func WithMaxMemoryMiB(mib int) Option { return func(c *config) { c.maxMemoryMiB = uint32(mib) } }
 
 // withClock replaces the clock, and withRandom the source of nonces and
 // operation ids: test seams, reached through internal/testseam (or
@@ -541,14 +541,14 @@ type askOptions struct {
 	maxRounds int
 }
 
-// Progress seals the application's own bytes into the state; Resume
+// WithProgress seals the application's own bytes into the state; Resume
 // returns them in Outcome.Progress. Keep them small (at most 4 KiB).
-func Progress(b []byte) AskOption { return func(o *askOptions) { o.progress = b } }
+func WithProgress(b []byte) AskOption { return func(o *askOptions) { o.progress = b } }
 
-// After continues a logical request whose round just completed: the new
-// round keeps its operation id and carries its answers, so nothing is
-// asked twice.
-func After(o *Outcome) AskOption { return func(a *askOptions) { a.after = o } }
+// WithPrevious continues a logical request whose round just completed
+// (o, the previous Outcome): the new round keeps its operation id and
+// carries its answers, so nothing is asked twice.
+func WithPrevious(o *Outcome) AskOption { return func(a *askOptions) { a.after = o } }
 
 // Ask seals a new requestState and returns the InputRequiredResult to send.
 // Every input request is linted first: a form that asks for a secret, a
@@ -584,7 +584,7 @@ func (g *Guard) Ask(ctx context.Context, req *Request, inputs []InputRequest, op
 	}
 	if a := o.after; a != nil {
 		if a.Status != Complete {
-			return nil, &Error{Code: core.CodeRequestMalformed, Message: "After needs a complete outcome"}
+			return nil, &Error{Code: core.CodeRequestMalformed, Message: "WithPrevious needs a complete outcome"}
 		}
 		env = append(env, `,"after":{"operationId":`...)
 		env = core.AppendJSONString(env, a.OperationID)
@@ -594,7 +594,7 @@ func (g *Guard) Ask(ctx context.Context, req *Request, inputs []InputRequest, op
 		first := true
 		for k, v := range a.Answers {
 			if !json.Valid(v) {
-				return nil, &Error{Code: core.CodeRequestMalformed, Message: "After: an answer of the outcome is not valid JSON"}
+				return nil, &Error{Code: core.CodeRequestMalformed, Message: "WithPrevious: an answer of the outcome is not valid JSON"}
 			}
 			if !first {
 				env = append(env, ',')

@@ -114,7 +114,7 @@ func errOnceInProgress() error {
 // result, and see ledger's documentation for what a later retry may do.
 //
 // The operation id is the key, so one logical request has one effect: a
-// request continued with After keeps its id, so call Once on its final
+// request continued with WithPrevious keeps its id, so call Once on its final
 // outcome only.
 func (g *Guard) Once(ctx context.Context, o *Outcome, effect func(ctx context.Context) ([]byte, error)) (result []byte, replay bool, err error) {
 	if o == nil || o.Status != Complete || o.OperationID == "" {

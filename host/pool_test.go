@@ -323,7 +323,7 @@ func TestWasmTrapReplacesInstance(t *testing.T) {
 	ctx := context.Background()
 	// One instance: New starts the whole pool, and the counts below are
 	// about the one that traps and the one that replaces it.
-	g := newGuard(t, EngineWasm, WithMaxMemory(16), WithPoolSize(1))
+	g := newGuard(t, EngineWasm, WithMaxMemoryMiB(16), WithPoolSize(1))
 	ce := instrument(g)
 	if err := oneCall(ctx, g, "alice"); err != nil {
 		t.Fatal(err)
@@ -364,7 +364,7 @@ func TestWasmTrapReplacesInstance(t *testing.T) {
 // instance could not hold it in its memory.
 func TestWasmOversizeRequestIsNotATrap(t *testing.T) {
 	ctx := context.Background()
-	g := newGuard(t, EngineWasm, WithMaxMemory(16), WithPoolSize(1))
+	g := newGuard(t, EngineWasm, WithMaxMemoryMiB(16), WithPoolSize(1))
 	ce := instrument(g)
 	req := bookReq("alice")
 	req.Arguments = json.RawMessage(`{"blob":"` + strings.Repeat("x", 16<<20) + `"}`)

@@ -25,7 +25,7 @@ func TestRedaction(t *testing.T) {
 	req := &Request{Principal: "alice", Method: "tools/call", Target: "book", Arguments: json.RawMessage(`{"topic":"` + argument + `"}`),
 		Capabilities: json.RawMessage(`{"elicitation":{"form":{},"url":{}}}`)}
 	schema := json.RawMessage(`{"type":"object","properties":{"email":{"type":"string"},"name":{"type":"string"}},"required":["email"]}`)
-	res, err := g.Ask(ctx, req, []InputRequest{Form("contact", "Who?", schema)}, Progress([]byte(progress)))
+	res, err := g.Ask(ctx, req, []InputRequest{Form("contact", "Who?", schema)}, WithProgress([]byte(progress)))
 	if err != nil {
 		t.Fatal(err)
 	}

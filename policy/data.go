@@ -18,6 +18,7 @@ import (
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 
+	"github.com/mrtr-wasm/mrtr-wasm/internal/jsonpos"
 	"github.com/mrtr-wasm/mrtr-wasm/policies"
 )
 
@@ -72,7 +73,7 @@ type Rule struct {
 type dataFile struct {
 	name string
 	raw  []byte
-	ix   *JSONIndex
+	ix   *jsonpos.Index
 	data *Data
 	doc  any // the JSON as OPA's store wants it
 }
@@ -111,9 +112,9 @@ var printer = message.NewPrinter(language.English)
 // schema cannot say (known classes, bounds, globs). known, when not
 // empty, are the tool names a glob must match at least one of.
 func parseData(name string, raw []byte, classes map[string]bool, known []string) (*dataFile, error) {
-	ix, err := IndexJSON(raw)
+	ix, err := jsonpos.Parse(raw)
 	if err != nil {
-		var se *SyntaxError
+		var se *jsonpos.SyntaxError
 		if errors.As(err, &se) {
 			return nil, LoadErrors{{File: name, Line: se.Line, Msg: "not valid JSON: " + se.Msg}}
 		}
@@ -137,9 +138,9 @@ func parseData(name string, raw []byte, classes map[string]bool, known []string)
 			return nil, LoadErrors{{File: name, Msg: err.Error()}}
 		}
 		for _, leaf := range leaves(ve) {
-			p := Pointer(leaf.InstanceLocation...)
+			p := jsonpos.Pointer(leaf.InstanceLocation...)
 			if ap, ok := leaf.ErrorKind.(*kind.AdditionalProperties); ok && len(ap.Properties) > 0 {
-				p += Pointer(ap.Properties[0]) // the line of the member itself
+				p += jsonpos.Pointer(ap.Properties[0]) // the line of the member itself
 			}
 			at := p
 			if at == "" {
@@ -185,7 +186,7 @@ func (f *dataFile) check(classes map[string]bool, known []string) error {
 	d := f.data
 	var errs LoadErrors
 	bad := func(msg string, ptr ...string) {
-		errs = append(errs, &LoadError{File: f.name, Line: f.ix.Line(Pointer(ptr...)), Msg: msg})
+		errs = append(errs, &LoadError{File: f.name, Line: f.ix.Line(jsonpos.Pointer(ptr...)), Msg: msg})
 	}
 	knownList := slices.Sorted(maps.Keys(classes))
 	checkClass := func(c string, ptr ...string) {
@@ -245,7 +246,7 @@ func (f *dataFile) check(classes map[string]bool, known []string) error {
 	checkRule(d.Default, "default")
 	for _, name := range slices.Sorted(maps.Keys(d.Tools)) {
 		checkRule(d.Tools[name], "tools", name)
-		if !IsGlob(name) {
+		if !isGlob(name) {
 			continue
 		}
 		g, err := glob.Compile(name)
@@ -260,9 +261,9 @@ func (f *dataFile) check(classes map[string]bool, known []string) error {
 	return errs.err()
 }
 
-// IsGlob reports whether a rule name or pattern is a glob rather than an
+// isGlob reports whether a rule name or pattern is a glob rather than an
 // exact name (the same test as is_glob in tools.rego).
-func IsGlob(p string) bool { return strings.ContainsAny(p, "*?[{") }
+func isGlob(p string) bool { return strings.ContainsAny(p, "*?[{") }
 
 func matchesAny(g interface{ Match(string) bool }, names []string) bool {
 	for _, n := range names {
@@ -281,7 +282,7 @@ func (d *Data) Unmatched(known []string) (globs, names []string) {
 		set[k] = true
 	}
 	for _, name := range slices.Sorted(maps.Keys(d.Tools)) {
-		if !IsGlob(name) {
+		if !isGlob(name) {
 			if !set[name] {
 				names = append(names, name)
 			}

@@ -109,15 +109,9 @@ type Decision struct {
 	Rules []string `json:"rules"`
 }
 
-// Denial is one reason to refuse, with a stable code (policies/README.md
-// lists them), the data rule that refused and a message for people.
-type Denial struct {
-	Code    string `json:"code"`
-	Rule    string `json:"rule"`
-	Key     string `json:"key"`
-	Field   string `json:"field"`
-	Message string `json:"message"`
-}
+// Denial is one reason to refuse: the guard's type, so a decision needs
+// no conversion (policies/README.md lists the codes).
+type Denial = host.PolicyDenial
 
 // CodeUndecided is the denial when the policy gives no usable decision.
 const CodeUndecided = "policy.undecided"
@@ -316,9 +310,7 @@ func (d *Decision) Host() *host.PolicyDecision {
 		MaxRounds: d.MaxRounds,
 		TTL:       time.Duration(d.TTLSeconds) * time.Second,
 	}
-	for _, x := range d.Deny {
-		hd.Denials = append(hd.Denials, host.PolicyDenial(x))
-	}
+	hd.Denials = append(hd.Denials, d.Deny...)
 	if len(d.Deny) > 0 {
 		hd.Code, hd.Rule, hd.Message = d.Deny[0].Code, d.Deny[0].Rule, d.Deny[0].Message
 	}

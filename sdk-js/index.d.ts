@@ -67,6 +67,8 @@ export type OutcomeStatus = 'complete' | 'input_required' | 'declined' | 'cancel
 
 /** The guard's verdict on a retry. answers and progress are not enumerable: logging an outcome never shows what the user typed. */
 export class Outcome {
+  /** Outcomes come from guard.resume; there is nothing to construct. */
+  private constructor();
   status: OutcomeStatus;
   /** The logical request across all its rounds: the key for exactly-once side effects. */
   operationId: string;
@@ -172,7 +174,7 @@ export function keysFromEnv(env?: Record<string, unknown>): Keyring | undefined;
 /** A key file in the MRTR_KEYS format (Node, Deno, Bun: runtimes with a file system). */
 export function loadKeyFile(path: string): Promise<Keyring>;
 /** A new random k4.local key. */
-export function generateKey(randomFill?: (b: Uint8Array) => unknown): string;
+export function generateKey(): string;
 
 // --- the ledger ---------------------------------------------------------------
 
@@ -406,12 +408,6 @@ export interface GuardOptions {
    * Response, a URL (fetched; file: read) or a file path (Node, Deno, Bun). Default: the bundled guard.wasm.
    */
   module?: ModuleSource;
-  /** Replaces the clock, Unix ms (tests). */
-  clock?: () => number;
-  /** Replaces the source of nonces and operation ids (tests). */
-  random?: (b: Uint8Array) => void;
-  /** Tests only: lets the package's own tests reach the running instance. */
-  testHooks?: boolean;
 }
 
 export interface AskOptions {
@@ -467,7 +463,7 @@ export function loadModule(source: ModuleSource): Promise<WasmModule>;
 export const wasmURL: URL | undefined;
 
 /** A WASI preview1 layer (src/wasi.js): exactly guard.wasm's imports, over crypto.getRandomValues, Date.now and performance.now. */
-export function wasiShim(options?: { randomFill?: (b: Uint8Array) => void }): WasiLayer & {
+export function wasiShim(): WasiLayer & {
   /** Binds the layer to a memory (start does it). */
   attach(memory: object): void;
   /** The code the guest passed to proc_exit, once it has. */

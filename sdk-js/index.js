@@ -45,7 +45,7 @@ let defaultModule;
  * imported.
  * @param {import('./index.d.ts').GuardOptions} options
  */
-export async function createGuard(options = {}) {
+export async function createGuard(options) {
   let module;
   if (options?.module !== undefined) module = await loadModule(options.module);
   else {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/mrtr-wasm/mrtr-wasm/guest/core"
 	"github.com/mrtr-wasm/mrtr-wasm/host"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/jsonpos"
 	"github.com/mrtr-wasm/mrtr-wasm/policy"
 )
 
@@ -54,7 +55,7 @@ type finding struct {
 // lintFile is one input file, read and understood before anything runs.
 type lintFile struct {
 	path  string
-	ix    *policy.JSONIndex
+	ix    *jsonpos.Index
 	tools []lintTool
 	decl  bool // a tool declaration file
 }
@@ -202,7 +203,7 @@ func readLintFile(p, tool string) (*lintFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: cannot read: %v", p, unwrapPath(err))
 	}
-	ix, err := policy.IndexJSON(raw)
+	ix, err := jsonpos.Parse(raw)
 	if err != nil {
 		return nil, fmt.Errorf("%s:%v", p, err)
 	}
@@ -231,7 +232,7 @@ func readLintFile(p, tool string) (*lintFile, error) {
 		}
 		seen := map[string]bool{}
 		for i, rawTool := range decl.Tools {
-			tp := policy.Pointer("tools", fmt.Sprint(i))
+			tp := jsonpos.Pointer("tools", fmt.Sprint(i))
 			var t struct {
 				Name          *string                    `json:"name"`
 				InputRequests map[string]json.RawMessage `json:"inputRequests"`
@@ -248,7 +249,7 @@ func readLintFile(p, tool string) (*lintFile, error) {
 			seen[*t.Name] = true
 			lt := lintTool{name: *t.Name, ptr: tp}
 			for _, key := range slices.Sorted(maps.Keys(t.InputRequests)) {
-				ptr := tp + policy.Pointer("inputRequests", key)
+				ptr := tp + jsonpos.Pointer("inputRequests", key)
 				in, err := inputRequest(key, t.InputRequests[key])
 				if err != nil {
 					return nil, fail(ptr, "input request %q: %v", key, err)
@@ -398,7 +399,7 @@ func fieldPtr(in lintInput, field string) string {
 	if field == "" {
 		return in.ptr
 	}
-	return in.schemaPtr + policy.Pointer("properties", field)
+	return in.schemaPtr + jsonpos.Pointer("properties", field)
 }
 
 // unusedRules warns about exact rule names in the data that no declared
@@ -409,7 +410,7 @@ func unusedRules(pol *policy.Engine, known []string) []finding {
 	var out []finding
 	for _, n := range names {
 		out = append(out, finding{
-			File: file, Line: pol.DataLine(policy.Pointer("tools", n)), Code: "policy.rule_unused", Severity: core.SeverityWarning,
+			File: file, Line: pol.DataLine(jsonpos.Pointer("tools", n)), Code: "policy.rule_unused", Severity: core.SeverityWarning,
 			Tool: n, Message: fmt.Sprintf("the data has a rule for %q, but no linted file declares that tool", n), Rule: "tools." + n,
 		})
 	}

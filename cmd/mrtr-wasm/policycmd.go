@@ -13,6 +13,7 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/tester"
 
+	"github.com/mrtr-wasm/mrtr-wasm/internal/jsonpos"
 	"github.com/mrtr-wasm/mrtr-wasm/policy"
 )
 
@@ -151,7 +152,7 @@ func runPolicyEval(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: cannot read: %v\n", *input, unwrapPath(err))
 		return exitUsage
 	}
-	if _, err := policy.IndexJSON(raw); err != nil {
+	if _, err := jsonpos.Parse(raw); err != nil {
 		fmt.Fprintf(stderr, "%s:%v\n", *input, err)
 		return exitUsage
 	}

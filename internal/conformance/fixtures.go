@@ -254,7 +254,7 @@ func (f *Fixtures) multiRound(ctx context.Context, r *mcp.CallToolRequest) (*mcp
 	return finish(out, ask, err, func(out *host.Outcome) (*mcp.CallToolResult, error) {
 		if _, ok := out.Answers["step2"]; !ok {
 			// Round 1 done: ask round 2, carrying the name in the sealed state.
-			res, err := f.g.Ask(ctx, req, []host.InputRequest{host.Form("step2", "Step 2: What is your favorite color?", colorSchema)}, host.After(out))
+			res, err := f.g.Ask(ctx, req, []host.InputRequest{host.Form("step2", "Step 2: What is your favorite color?", colorSchema)}, host.WithPrevious(out))
 			if err != nil {
 				return nil, server.RPCError(err)
 			}

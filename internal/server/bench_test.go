@@ -69,7 +69,7 @@ func benchBooking(b *testing.B, eng host.Engine) {
 			b.Fatalf("resume the contact: %v", err)
 		}
 		t2 := time.Now()
-		r2, err := g.Ask(ctx, req, []host.InputRequest{host.Form(keySlot, "Thanks, Ada. When would you like the call?", slots)}, host.After(out))
+		r2, err := g.Ask(ctx, req, []host.InputRequest{host.Form(keySlot, "Thanks, Ada. When would you like the call?", slots)}, host.WithPrevious(out))
 		if err != nil {
 			b.Fatal(err)
 		}

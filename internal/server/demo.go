@@ -224,7 +224,7 @@ func (s *Server) bookDemoCall(ctx context.Context, r *mcp.CallToolRequest) (*mcp
 	if _, ok := out.Answers[keySlot]; !ok {
 		// Round 1 is complete: ask round 2, keeping round 1's answers.
 		first := strings.SplitN(strings.TrimSpace(contact.Name), " ", 2)[0]
-		return c.ask(ctx, []host.InputRequest{host.Form(keySlot, "Thanks, "+first+". When would you like the call?", slotSchema(time.Now()))}, host.After(out))
+		return c.ask(ctx, []host.InputRequest{host.Form(keySlot, "Thanks, "+first+". When would you like the call?", slotSchema(time.Now()))}, host.WithPrevious(out))
 	}
 	var slot struct {
 		Slot    string `json:"slot"`
@@ -414,14 +414,14 @@ func (s *Server) connectCalendar(ctx context.Context, r *mcp.CallToolRequest) (*
 			c.end(ctx, "error", err)
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "could not start the connection"}
 		}
-		return c.askConnect(ctx, id, "The previous link expired. Open this new page to connect your calendar.", host.After(out))
+		return c.askConnect(ctx, id, "The previous link expired. Open this new page to connect your calendar.", host.WithPrevious(out))
 	}
-	// Asked again as the next round of the same request (After), so every
+	// Asked again as the next round of the same request (WithPrevious), so every
 	// turn counts against the round limit.
-	return c.askConnect(ctx, id, "The page has not been submitted yet. Open it, enter the calendar's API key, submit, then continue.", host.After(out))
+	return c.askConnect(ctx, id, "The page has not been submitted yet. Open it, enter the calendar's API key, submit, then continue.", host.WithPrevious(out))
 }
 
 func (c *call) askConnect(ctx context.Context, id, msg string, opts ...host.AskOption) (*mcp.CallToolResult, error) {
 	url := strings.TrimRight(c.s.cfg.PublicURL, "/") + "/connect/" + id
-	return c.ask(ctx, []host.InputRequest{host.URL(keyCalendar, msg, url)}, append(opts, host.Progress([]byte(id)))...)
+	return c.ask(ctx, []host.InputRequest{host.URL(keyCalendar, msg, url)}, append(opts, host.WithProgress([]byte(id)))...)
 }

@@ -37,6 +37,7 @@ export const codes = Object.freeze({
   POLICY_DENIED: 'mrtr.policy.denied',
 });
 
+/** @type {Set<string>} */
 const INTERNAL_RPC = new Set([
   codes.INTERNAL,
   codes.NOT_CONFIGURED,
@@ -75,7 +76,7 @@ export class GuardError extends Error {
 
   /** Lint findings carried by an ask that was refused. */
   get findings() {
-    const f = this.data && typeof this.data === 'object' ? this.data.findings : undefined;
+    const f = this.data && typeof this.data === 'object' ? /** @type {{findings?: unknown}} */ (this.data).findings : undefined;
     return Array.isArray(f) ? f : [];
   }
 

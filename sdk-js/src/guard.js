@@ -2,6 +2,7 @@
 // Portable: the platform layer (WASI, randomness) and the compiled module
 // are passed in; nothing here uses Node-only APIs.
 
+import { seams } from './seams.js';
 import { encode as b64encode, decode as b64decode } from './b64.js';
 import { GuardError, codes, fromWire } from './errors.js';
 import { WasmInstance } from './engine.js';
@@ -103,7 +104,8 @@ export class Outcome {
 
   /** The form content accepted for key. */
   content(key) {
-    const a = Object.hasOwn(this.answers, key) ? this.answers[key] : undefined;
+    const answers = /** @type {Record<string, any>} */ (/** @type {any} */ (this).answers);
+    const a = Object.hasOwn(answers, key) ? answers[key] : undefined;
     if (a === undefined) throw new GuardError(codes.REQUEST_MALFORMED, `mrtr: no answer for ${JSON.stringify(key)}`);
     if (!a || typeof a.content !== 'object' || a.content === null) {
       throw new GuardError(codes.REQUEST_MALFORMED, `mrtr: the answer for ${JSON.stringify(key)} has no form content`);
@@ -112,7 +114,7 @@ export class Outcome {
   }
 
   [INSPECT](depth, opts, inspect) {
-    const shown = { ...this, answers: `[redacted: ${Object.keys(this.answers).join(', ') || 'none'}]` };
+    const shown = { ...this, answers: `[redacted: ${Object.keys(/** @type {any} */ (this).answers).join(', ') || 'none'}]` };
     return `Outcome ${inspect(shown, opts)}`;
   }
 }
@@ -173,11 +175,12 @@ class Guard {
     this.#poolSize = Math.max(1, o.poolSize ?? 1);
     this.#callTimeout = o.callTimeout ?? DEFAULT_CALL_TIMEOUT_MS;
     this.#memoryLimit = o.memoryLimit ?? 0;
-    this.#clock = o.clock ?? Date.now;
-    this.#randomFill = o.random ?? ((b) => platform.randomFill(b));
+    const seam = o[seams] ?? {};
+    this.#clock = seam.clock ?? Date.now;
+    this.#randomFill = seam.random ?? ((b) => platform.randomFill(b));
     this.#policy = o.policy;
     this.#ledger = o.ledger ?? new MemoryLedger();
-    this.#testHooks = o.testHooks === true;
+    this.#testHooks = seam.testHooks === true;
     this.#onceDefaults = {};
     for (const k of ['leaseMs', 'waitMs', 'marginMs', 'ledgerTimeoutMs']) if (o[k] !== undefined) this.#onceDefaults[k] = o[k];
   }
@@ -513,7 +516,7 @@ class Guard {
     return this.toString();
   }
 
-  /** @internal test hook: the instance in use (trap and memory tests); only with the testHooks option. */
+  /** @internal test hook: the instance in use (trap and memory tests); only with seams.testHooks (src/seams.js). */
   [Symbol.for('mrtr-wasm.test.instance')]() {
     if (!this.#testHooks) throw new TypeError('mrtr: test hooks are off');
     return this.#ready[this.#ready.length - 1];
@@ -528,6 +531,11 @@ function closedError() {
   return new GuardError(codes.UNAVAILABLE, 'the guard is closed');
 }
 
+/**
+ * @param {string} name
+ * @param {number} n
+ * @param {string} [code]
+ */
 function jsonInt(name, n, code = codes.REQUEST_MALFORMED) {
   if (!Number.isSafeInteger(n)) throw new GuardError(code, `${name} must be an integer`);
   return String(n);

@@ -15,9 +15,10 @@ const fatalDecoder = new TextDecoder('utf-8', { fatal: true });
  * for example a request body's `arguments` kept byte for byte. It is
  * checked to be exactly one JSON value before use.
  * @param {string | Uint8Array} text
+ * @returns {import('../index.d.ts').RawJSON} opaque: only the core reads it
  */
 export function rawJSON(text) {
-  return { [RAW]: text };
+  return /** @type {any} */ ({ [RAW]: text });
 }
 
 export function isRawJSON(v) {

@@ -88,12 +88,9 @@ export function toKeyring(k) {
   throw configError('mrtr: no keys: pass keys (a Keyring, MRTR_KEYS text or an array of k4.local keys)');
 }
 
-/**
- * A new random k4.local key.
- * @param {(b: Uint8Array) => unknown} [randomFill]
- */
-export function generateKey(randomFill = (b) => globalThis.crypto.getRandomValues(b)) {
+/** A new random k4.local key, from crypto.getRandomValues (never a seam). */
+export function generateKey() {
   const b = new Uint8Array(32);
-  randomFill(b);
+  globalThis.crypto.getRandomValues(b);
   return PREFIX + encode(b);
 }

@@ -7,6 +7,7 @@
 // those of the Go ledger (ledger/ledger.go), so Node and Go servers can
 // share one Redis.
 
+import { seams } from './seams.js';
 import { GuardError, codes } from './errors.js';
 
 /** Claim statuses, as the Go ledger names them. */
@@ -214,8 +215,12 @@ export class MemoryLedger {
   #heap = []; // [expires, op], a binary min-heap on expires
   #closed = false;
 
-  constructor({ maxEntries = 100_000 } = {}) {
-    this.#max = maxEntries;
+  #now = Date.now;
+
+  constructor(options = {}) {
+    this.#max = options.maxEntries ?? 100_000;
+    const seam = /** @type {any} */ (options)[seams]; // tests' fake clock (src/seams.js)
+    if (seam?.clock) this.#now = seam.clock;
   }
 
   #live(op, now) {
@@ -247,7 +252,7 @@ export class MemoryLedger {
   async claim(op, fp, leaseMs) {
     checkOp(op);
     this.#check();
-    const now = Date.now();
+    const now = this.#now();
     this.#sweep(now);
     const e = this.#live(op, now);
     if (e) {
@@ -265,7 +270,7 @@ export class MemoryLedger {
     checkOp(op);
     checkToken(token);
     this.#check();
-    const now = Date.now();
+    const now = this.#now();
     const e = this.#live(op, now);
     if (e && e.token !== token) throw new LedgerLostError();
     if (!e && !this.#entries.has(op) && this.#entries.size >= this.#max) {
@@ -285,14 +290,14 @@ export class MemoryLedger {
   async get(op) {
     checkOp(op);
     this.#check();
-    const e = this.#live(op, Date.now());
+    const e = this.#live(op, this.#now());
     if (!e) return { state: 'absent' };
     return e.done ? { state: 'done', fingerprint: e.fp, result: e.result } : { state: 'pending', fingerprint: e.fp };
   }
 
   /** Live entries. */
   get size() {
-    this.#sweep(Date.now());
+    this.#sweep(this.#now());
     return this.#entries.size;
   }
 

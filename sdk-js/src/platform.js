@@ -95,10 +95,11 @@ async function compile(bytes) {
 export async function loadModule(src) {
   if (src instanceof WebAssembly.Module) return src;
   if (src instanceof ArrayBuffer || ArrayBuffer.isView(src)) return compile(src);
-  if (src && typeof src.then === 'function') src = await src;
+  if (src && typeof (/** @type {any} */ (src).then) === 'function') src = await src;
   if (isResponse(src)) {
-    if (!src.ok) throw new GuardError(codes.CONFIG_INVALID, `mrtr: fetching guard.wasm failed: HTTP ${src.status}`);
-    return compile(await src.arrayBuffer());
+    const r = /** @type {Response} */ (src);
+    if (!r.ok) throw new GuardError(codes.CONFIG_INVALID, `mrtr: fetching guard.wasm failed: HTTP ${r.status}`);
+    return compile(await r.arrayBuffer());
   }
   if (src instanceof URL && src.protocol !== 'file:') {
     return loadModule(await fetch(src));

@@ -125,6 +125,10 @@ export class RedisLedger {
     await this.#script('release', RELEASE, [this.#key(op)], [token]);
   }
 
+  /**
+   * @param {string} op
+   * @returns {Promise<import('../index.d.ts').LedgerEntry>}
+   */
   async get(op) {
     const v = str(await this.#cmd(['GET', this.#key(op)]));
     if (v === null) return { state: 'absent' };

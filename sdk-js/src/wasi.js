@@ -73,17 +73,16 @@ function sleepMs(ms) {
 
 /**
  * A fresh WASI preview1 layer for one instance.
- * @param {{randomFill?: (b: Uint8Array) => void}} [options] randomFill: the CSPRNG (default crypto.getRandomValues)
- * @returns {{imports: object, start(instance: WebAssembly.Instance): void, attach(memory: WebAssembly.Memory): void, exitCode: number | undefined}}
+ * @returns {{imports: any, start(instance: WebAssembly.Instance): void, attach(memory: WebAssembly.Memory): void, exitCode: number | undefined}}
  */
-export function wasiShim(options = {}) {
-  const fill = options.randomFill ?? ((b) => globalThis.crypto.getRandomValues(b));
+export function wasiShim() {
+  const fill = (b) => globalThis.crypto.getRandomValues(b);
   let memory = null;
   let buffer = null;
   let view = null;
   let bytes = null;
   const fdflags = [0, 0, 0];
-  const layer = { exitCode: undefined };
+  const layer = /** @type {any} */ ({ exitCode: undefined });
 
   // Views of linear memory, re-made when memory grew (the old buffer is
   // detached then).

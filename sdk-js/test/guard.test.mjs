@@ -7,7 +7,9 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import util from 'node:util';
+import * as api from '../index.js';
 import { createGuard, form, url, sampling, roots, generateKey, rawJSON, GuardError, codes, isRetry } from '../index.js';
+import { seams } from '../src/seams.js';
 import { baseRequest, contactSchema, keyA, vectorsDir } from './helpers.mjs';
 
 const key1 = generateKey();
@@ -33,8 +35,7 @@ test('the envelope carries the host clock and random bytes as the Go host does: 
   const g = await createGuard({
     keys: keyA,
     audience: 'vectors.example',
-    clock: () => env.now,
-    random: (b) => b.set(Buffer.from(env.rand, 'base64url')),
+    [seams]: { clock: () => env.now, random: (b) => b.set(Buffer.from(env.rand, 'base64url')) },
   });
   const res = await g.ask(
     { principal: env.principal, method: env.method, target: env.target, arguments: env.arguments, capabilities: env.capabilities },
@@ -144,9 +145,20 @@ test('a state opens only for its principal, method, target, arguments and audien
   await rejects(guard.resume(baseRequest()), codes.REQUEST_MALFORMED);
 });
 
+test('the seams are not options: clock, random and testHooks given by name do nothing', async () => {
+  const g = await createGuard({ keys: key1, audience: 'crm.example.com', clock: () => 0, random: (b) => b.fill(0), testHooks: true });
+  const a = await g.ask(baseRequest(), [form('contact', 'Who?', contactSchema)]);
+  const b = await g.ask(baseRequest(), [form('contact', 'Who?', contactSchema)]);
+  assert.notEqual(a.requestState, b.requestState, 'fake randomness reached the guard');
+  assert.equal((await g.open(baseRequest({ requestState: a.requestState }))).status, 'open', 'a fake clock at 0 reached the guard');
+  assert.throws(() => g[Symbol.for('mrtr-wasm.test.instance')](), /test hooks are off/);
+  assert.ok(!('seams' in api), 'index.js exports the seams');
+  await g.close();
+});
+
 test('expiry follows the clock passed in', async () => {
   let now = Date.now();
-  const g = await createGuard({ keys: key1, audience: 'crm.example.com', ttl: 60, clock: () => now });
+  const g = await createGuard({ keys: key1, audience: 'crm.example.com', ttl: 60, [seams]: { clock: () => now } });
   const { requestState } = await g.ask(baseRequest(), [form('contact', 'Who?', contactSchema)]);
   now += 59_000;
   assert.equal((await g.open(baseRequest({ requestState }))).status, 'open');
@@ -226,7 +238,7 @@ test('bad input gets the same codes as the Go side', async () => {
 });
 
 test('memory growth: views are re-created, answers stay exact', async () => {
-  const g = await createGuard({ keys: key1, audience: 'crm.example.com', testHooks: true });
+  const g = await createGuard({ keys: key1, audience: 'crm.example.com', [seams]: { testHooks: true } });
   const inst = g[Symbol.for('mrtr-wasm.test.instance')]();
   const before = inst.memorySize;
   for (let i = 0; i < 6; i++) {
@@ -243,7 +255,7 @@ test('memory growth: views are re-created, answers stay exact', async () => {
 
 test('a trap replaces the instance instead of leaving a broken one in use', async () => {
   assert.throws(() => guard[Symbol.for('mrtr-wasm.test.instance')](), /test hooks are off/);
-  const g = await createGuard({ keys: key1, audience: 'crm.example.com', testHooks: true });
+  const g = await createGuard({ keys: key1, audience: 'crm.example.com', [seams]: { testHooks: true } });
   const { requestState } = await g.ask(baseRequest(), [form('contact', 'Who?', contactSchema)]);
   const inst = g[Symbol.for('mrtr-wasm.test.instance')]();
   // Wreck the instance's linear memory: the next call traps for real.

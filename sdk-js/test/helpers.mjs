@@ -104,7 +104,8 @@ export function buildPolicyBundle(out) {
   }
 }
 
-export const REDIS_URL = 'redis://127.0.0.1:6379';
+/** The test Redis: MRTR_TEST_REDIS (as for the Go tests), or 127.0.0.1:6379. */
+export const REDIS_URL = (process.env.MRTR_TEST_REDIS ?? 'redis://127.0.0.1:6379').replace(/\/0$/, '');
 
 /** A node-redis client on the test Redis; fails fast (no endless reconnects) when it does not answer. */
 export async function connectRedis() {
@@ -112,7 +113,7 @@ export async function connectRedis() {
     url: REDIS_URL,
     socket: {
       connectTimeout: 2000,
-      reconnectStrategy: (retries) => (retries >= 3 ? new Error('the tests need Redis at 127.0.0.1:6379, and it does not answer') : 200),
+      reconnectStrategy: (retries) => (retries >= 3 ? new Error(`the tests need Redis at ${hostOf(REDIS_URL)}, and it does not answer`) : 200),
     },
   });
   c.on('error', () => {});
@@ -136,4 +137,40 @@ export function canonicalJSON(v) {
   if (Array.isArray(v)) return '[' + v.map(canonicalJSON).join(',') + ']';
   const keys = Object.keys(v).filter((k) => v[k] !== undefined).sort();
   return '{' + keys.map((k) => JSON.stringify(k) + ':' + canonicalJSON(v[k])).join(',') + '}';
+}
+
+function hostOf(u) {
+  try {
+    return new URL(u).host;
+  } catch {
+    return 'an unparsable MRTR_TEST_REDIS';
+  }
+}
+
+/**
+ * The test Redis, or null when it does not answer: then the tests that need
+ * it skip, and one line says why (the Go tests' internal/testenv rule).
+ * Under MRTR_REQUIRE_SERVICES=1 (.ci/run) a missing Redis is an error.
+ * @returns {Promise<{redis: import('redis').RedisClientType | null, skip: string | false}>}
+ */
+export async function redisOrSkip() {
+  try {
+    return { redis: /** @type {any} */ (await connectRedis()), skip: false };
+  } catch (e) {
+    const why = `redis is missing (nothing answers at ${hostOf(REDIS_URL)}; set MRTR_TEST_REDIS or start redis-server)`;
+    if (process.env.MRTR_REQUIRE_SERVICES === '1') throw new Error(`testenv: ${why}; MRTR_REQUIRE_SERVICES=1 makes this a failure`, { cause: e });
+    console.log(`# testenv: skipped: ${why}`);
+    return { redis: null, skip: `testenv: ${why}` };
+  }
+}
+
+/** Polls l.get(op) until its state is want (a Redis TTL runs on the server's clock), failing after 10 s. */
+export async function awaitState(l, op, want) {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const { state } = await l.get(op);
+    if (state === want) return;
+    if (Date.now() > deadline) throw new Error(`${op} is still ${state} after 10 s, want ${want}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
 }

@@ -1,5 +1,8 @@
 // index.d.ts is hand-written: it must declare exactly what index.js
-// exports, and type a real handler under tsc --strict.
+// exports, type a real handler under tsc --strict, refuse misuse
+// (misuse.ts: @ts-expect-error on each line), and match the code: tsc
+// with checkJs over src/ checks each implementation against its
+// declaration (conforms.ts).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -16,7 +19,12 @@ test('index.d.ts declares every runtime export, and nothing that is not exported
   assert.deepEqual([...declared].filter((n) => !runtime.has(n)).sort(), [], 'declared but not exported');
 });
 
-test('tsc --strict accepts a handler written against the declarations', () => {
-  const tsc = join(sdkDir, 'node_modules', 'typescript', 'bin', 'tsc');
+const tsc = join(sdkDir, 'node_modules', 'typescript', 'bin', 'tsc');
+
+test('tsc --strict accepts a handler written against the declarations, and refuses misuse', () => {
   execFileSync(process.execPath, [tsc, '-p', join(sdkDir, 'test', 'types', 'tsconfig.json')], { stdio: 'inherit' });
+});
+
+test('tsc --noEmit with checkJs: src/ type-checks and matches index.d.ts', () => {
+  execFileSync(process.execPath, [tsc, '-p', join(sdkDir, 'test', 'types', 'tsconfig.checkjs.json')], { stdio: 'inherit' });
 });

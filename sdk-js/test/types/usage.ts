@@ -44,7 +44,7 @@ async function worker(env: { MRTR_KEYS: string }, guardWasm: object, policyWasm:
   await loadModule(bytes);
   await loadModule(fetch('https://example.com/guard.wasm'));
   if (wasmURL) await loadModule(wasmURL);
-  const layer = wasiShim({ randomFill: (b) => b.fill(1) });
+  const layer = wasiShim();
   const code: number | undefined = layer.exitCode;
   const e = new WASIExit();
   console.log(code, e.code, platform.name, guard.keyIds);

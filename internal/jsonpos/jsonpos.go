@@ -1,4 +1,4 @@
-package policy
+package jsonpos
 
 import (
 	"bytes"
@@ -9,9 +9,9 @@ import (
 	"strings"
 )
 
-// JSONIndex maps JSON pointers (RFC 6901) of a document to the lines
+// Index maps JSON pointers (RFC 6901) of a document to the lines
 // where their values start, so errors and lint findings can name a line.
-type JSONIndex struct {
+type Index struct {
 	src   []byte
 	at    map[string]int // pointer -> byte offset of the value
 	nl    []int          // offsets of '\n'
@@ -20,8 +20,8 @@ type JSONIndex struct {
 
 // IndexJSON parses b (which must be one JSON value) and indexes it. A
 // syntax error is a *SyntaxError with the line and column.
-func IndexJSON(b []byte) (*JSONIndex, error) {
-	ix := &JSONIndex{src: b, at: map[string]int{}}
+func Parse(b []byte) (*Index, error) {
+	ix := &Index{src: b, at: map[string]int{}}
 	for i, c := range b {
 		if c == '\n' {
 			ix.nl = append(ix.nl, i)
@@ -65,7 +65,7 @@ func (e *SyntaxError) Error() string {
 
 // Line is the line (from 1) where the value at pointer starts, or of the
 // nearest ancestor that exists; 1 for the root.
-func (ix *JSONIndex) Line(pointer string) int {
+func (ix *Index) Line(pointer string) int {
 	for {
 		if off, ok := ix.at[pointer]; ok {
 			l, _ := ix.lineCol(off)
@@ -81,9 +81,9 @@ func (ix *JSONIndex) Line(pointer string) int {
 
 // Duplicates lists the pointers of object members given more than once
 // (encoding/json silently keeps the last).
-func (ix *JSONIndex) Duplicates() []string { return ix.dupes }
+func (ix *Index) Duplicates() []string { return ix.dupes }
 
-func (ix *JSONIndex) lineCol(off int) (int, int) {
+func (ix *Index) lineCol(off int) (int, int) {
 	if off < 0 {
 		off = 0
 	}
@@ -112,7 +112,7 @@ func Pointer(tokens ...string) string {
 type scanner struct {
 	b  []byte
 	i  int
-	ix *JSONIndex
+	ix *Index
 }
 
 func (s *scanner) ws() {
