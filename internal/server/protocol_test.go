@@ -20,13 +20,17 @@ import (
 
 // newTestServer runs the real server (guard.wasm, the shipped policy, a
 // SQLite CRM) behind httptest.
-func newTestServer(t *testing.T, tokens *server.Tokens) (*httptest.Server, *crm.Store) {
+func newTestServer(t testing.TB, tokens *server.Tokens, edits ...func(*server.Config)) (*httptest.Server, *crm.Store) {
 	t.Helper()
-	return newTestServerWith(t, server.Config{Tokens: tokens})
+	cfg := server.Config{Tokens: tokens}
+	for _, edit := range edits {
+		edit(&cfg)
+	}
+	return newTestServerWith(t, cfg)
 }
 
 // newTestServerWith fills cfg's guard, CRM and public URL.
-func newTestServerWith(t *testing.T, cfg server.Config) (*httptest.Server, *crm.Store) {
+func newTestServerWith(t testing.TB, cfg server.Config) (*httptest.Server, *crm.Store) {
 	t.Helper()
 	store := newStore(t)
 	ts := httptest.NewUnstartedServer(nil)
@@ -44,7 +48,7 @@ func newTestServerWith(t *testing.T, cfg server.Config) (*httptest.Server, *crm.
 	return ts, store
 }
 
-func newGuard(t *testing.T) *host.Guard {
+func newGuard(t testing.TB) *host.Guard {
 	t.Helper()
 	ctx := context.Background()
 	pol, err := policy.Default(ctx)
@@ -60,7 +64,7 @@ func newGuard(t *testing.T) *host.Guard {
 	return g
 }
 
-func newStore(t *testing.T) *crm.Store {
+func newStore(t testing.TB) *crm.Store {
 	t.Helper()
 	store, err := crm.Open(context.Background(), "sqlite:"+filepath.Join(t.TempDir(), "crm.db"))
 	if err != nil {

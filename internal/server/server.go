@@ -63,12 +63,18 @@ type Config struct {
 	// ConnectTTL bounds how long a /connect link stays usable (default 15 min).
 	ConnectTTL time.Duration
 	Version    string
+	// SessionIdle closes a legacy (2025-era) session after this long
+	// without a request (default 10 min); MaxSessions caps live legacy
+	// sessions (default 1000; beyond it initialize gets HTTP 503).
+	SessionIdle time.Duration
+	MaxSessions int
 }
 
 // Server is the MCP server plus its HTTP surface.
 type Server struct {
 	cfg     Config
 	mcp     *mcp.Server
+	legacy  *mcp.Server // the same tools for legacy sessions
 	metrics *Metrics
 	log     *slog.Logger
 	guard   Guard
@@ -91,27 +97,51 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Version == "" {
 		cfg.Version = "dev"
 	}
+	if cfg.SessionIdle == 0 {
+		cfg.SessionIdle = DefaultSessionIdle
+	}
+	if cfg.MaxSessions == 0 {
+		cfg.MaxSessions = DefaultMaxSessions
+	}
 	m := NewMetrics(cfg.Registry)
 	s := &Server{cfg: cfg, metrics: m, log: cfg.Logger}
 	s.guard = Instrument(cfg.Guard, m)
+	impl := &mcp.Implementation{Name: "mrtr-wasm", Title: "mrtr-wasm demo CRM", Version: cfg.Version}
+	const instructions = "A demo CRM. book_demo_call books a demo call (it asks for a name, a work email and a slot); list_bookings lists your bookings; connect_calendar connects an outside calendar through a page of this server."
 	opts := &mcp.ServerOptions{
-		Instructions:              "A demo CRM. book_demo_call books a demo call (it asks for a name, a work email and a slot); list_bookings lists your bookings; connect_calendar connects an outside calendar through a page of this server.",
+		Instructions:              instructions,
 		SupportedProtocolVersions: []string{ProtocolVersion},
 		Logger:                    sdkLogger(cfg.Logger),
 	}
 	if cfg.Options != nil {
 		cfg.Options(opts)
 	}
-	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "mrtr-wasm", Title: "mrtr-wasm demo CRM", Version: cfg.Version}, opts)
+	s.mcp = mcp.NewServer(impl, opts)
+	s.legacy = mcp.NewServer(impl, &mcp.ServerOptions{
+		Instructions:              instructions,
+		SupportedProtocolVersions: LegacyProtocolVersions,
+		Logger:                    sdkLogger(cfg.Logger),
+	})
 	s.addDemoTools()
 	if cfg.Fixtures != nil {
 		cfg.Fixtures(s.mcp, m, cfg.Logger)
+		cfg.Fixtures(s.legacy, m, cfg.Logger)
 	}
 	return s, nil
 }
 
 // MCP returns the SDK server (for stdio).
 func (s *Server) MCP() *mcp.Server { return s.mcp }
+
+// Legacy returns the SDK server for legacy (2025-era) sessions.
+func (s *Server) Legacy() *mcp.Server { return s.legacy }
+
+// addTool registers a tool on both eras' servers; on legacy sessions its
+// input rounds are fulfilled on the session.
+func (s *Server) addTool(t *mcp.Tool, h mcp.ToolHandler) {
+	s.mcp.AddTool(t, h)
+	s.legacy.AddTool(t, s.legacyTool(h))
+}
 
 // Metrics returns the server's metrics.
 func (s *Server) Metrics() *Metrics { return s.metrics }
@@ -124,7 +154,13 @@ func (s *Server) Handler() http.Handler {
 		MaxRequestBodyBytes: MaxBody,
 		Logger:              sdkLogger(s.log),
 	})
-	var mcpHandler http.Handler = CheckRequests(sdk)
+	sessions := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.legacy }, &mcp.StreamableHTTPOptions{
+		SessionTimeout:      s.cfg.SessionIdle,
+		MaxRequestBodyBytes: MaxBody,
+		Logger:              sdkLogger(s.log),
+	})
+	var mcpHandler http.Handler = eraRouter(CheckRequests(sdk), &legacyHTTP{sdk: sessions, srv: s.legacy, max: s.cfg.MaxSessions,
+		busy: s.metrics.LegacySessionsRefused.Inc})
 	if s.cfg.Tokens != nil {
 		mcpHandler = auth.RequireBearerToken(s.cfg.Tokens.Verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(mcpHandler)
 	}
