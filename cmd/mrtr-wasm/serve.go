@@ -264,6 +264,8 @@ func runServer(ctx context.Context, o *serveOptions, stdin io.Reader, stdout, st
 		}
 		defer fg.Close(context.Background())
 		cfg.Fixtures = func(s *mcp.Server, m *server.Metrics, log *slog.Logger) { conformance.Register(s, fg, m, log) }
+		cfg.Options = func(o *mcp.ServerOptions) { o.CompletionHandler = conformance.Complete }
+		cfg.SSE = true
 	}
 	srv, err := server.New(cfg)
 	if err != nil {

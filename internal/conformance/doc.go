@@ -1,7 +1,8 @@
-// Package conformance holds the fixture tools and prompt that the official
-// MCP conformance suite (@modelcontextprotocol/conformance, the
-// input-required-result-* scenarios of 2026-07-28) calls, registered by
-// `mrtr-wasm serve --conformance`.
+// Package conformance holds the fixture tools, resources and prompts that
+// the official MCP conformance suite (@modelcontextprotocol/conformance,
+// the 2026-07-28 requirement set) calls, registered by
+// `mrtr-wasm serve --conformance`. Only the input-required-result-*
+// fixtures (fixtures.go) ask for input; the rest (everything.go) are plain.
 //
 // Every fixture goes through the real guard: its requestState is a sealed
 // PASETO token bound to the principal, tool and arguments, so the

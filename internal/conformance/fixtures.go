@@ -38,6 +38,7 @@ func Register(s *mcp.Server, g server.Guard, m *server.Metrics, log *slog.Logger
 	add("test_input_required_result_tampered_state", "Asks for a confirmation; a tampered requestState is refused.", f.tamperedState)
 	add("test_input_required_result_capabilities", "Asks only for the input kinds the client declared.", f.capabilities)
 	s.AddPrompt(&mcp.Prompt{Name: "test_input_required_result_prompt", Description: "A prompt that asks for context first."}, f.prompt)
+	registerEverything(s)
 }
 
 var (

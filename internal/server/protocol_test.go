@@ -161,6 +161,7 @@ func TestProtocol(t *testing.T) {
 		{"Mcp-Name base64 of another name", std("tools/call", "=?base64?"+base64.StdEncoding.EncodeToString([]byte("list_bookings"))+"?="), callBody(good, "book_demo_call"), 400, -32020},
 		{"Mcp-Name base64 matches", std("tools/call", "=?base64?"+base64.StdEncoding.EncodeToString([]byte("book_demo_call"))+"?="), callBody(good, "book_demo_call"), 200, 0},
 		{"unsupported version", map[string]string{"MCP-Protocol-Version": "2099-01-01", "Mcp-Method": "tools/list"}, `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":` + meta("2099-01-01", caps) + `}}`, 400, -32022},
+		{"initialize sent as 2026-07-28", std("initialize", ""), `{"jsonrpc":"2.0","id":3,"method":"initialize","params":{"_meta":` + good + `}}`, 404, -32601},
 		{"unknown method", std("nope/nothing", ""), `{"jsonrpc":"2.0","id":1,"method":"nope/nothing","params":{"_meta":` + good + `}}`, 404, -32601},
 		{"form without the capability", std("tools/call", "book_demo_call"), callBody(meta("2026-07-28", `{}`), "book_demo_call"), 400, -32021},
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -21,7 +22,37 @@ func FuzzObjectScanner(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
-	f.Fuzz(func(t *testing.T, b []byte) {
+	f.Fuzz(checkScanner)
+}
+
+// TestObjectScannerMutations runs checkScanner on random edits of the
+// seeds, for machines where `go test -fuzz` is too slow to run.
+func TestObjectScannerMutations(t *testing.T) {
+	seeds := []string{`{"a":"}\"{","b":[1,{"c":"]"}],"d":null}`, `{"inputResponses":{"k":{"action":"accept","content":{"n":1.5e3,"s":"\u00e9"}}},"arguments":[true,false]}`}
+	const alphabet = "{}[]\",:\\ aAbB1e-.tn\u0000"
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := 0; i < 200000; i++ {
+		b := []byte(seeds[i%len(seeds)])
+		for n := 1 + r.IntN(3); n > 0; n-- {
+			at := r.IntN(len(b))
+			switch r.IntN(3) {
+			case 0:
+				b[at] = alphabet[r.IntN(len(alphabet))]
+			case 1:
+				b = append(b[:at], b[at+1:]...)
+			default:
+				b = append(b[:at], append([]byte{alphabet[r.IntN(len(alphabet))]}, b[at:]...)...)
+			}
+			if len(b) == 0 {
+				b = []byte("{")
+			}
+		}
+		checkScanner(t, b)
+	}
+}
+
+func checkScanner(t *testing.T, b []byte) {
+	{
 		var sc objectScanner
 		got := map[string][]byte{}
 		err := sc.members(b, "x", func(k string, v []byte) { got[k] = v })
@@ -58,5 +89,5 @@ func FuzzObjectScanner(f *testing.F) {
 				t.Fatalf("member %q = %s, want %s", k, got[k], v)
 			}
 		}
-	})
+	}
 }

@@ -54,6 +54,13 @@ type Config struct {
 	// Fixtures, when set, registers more tools, prompts and resources (the
 	// conformance fixtures) on the same MCP server.
 	Fixtures func(s *mcp.Server, m *Metrics, log *slog.Logger)
+	// SSE answers every call on /mcp as an event stream, so that progress
+	// notifications reach the client (the conformance fixtures); by
+	// default a call is answered with one JSON object.
+	SSE bool
+	// Options, when set, adjusts the MCP server's options before it is
+	// made (the conformance fixtures add a completion handler).
+	Options func(*mcp.ServerOptions)
 	// ConnectTTL bounds how long a /connect link stays usable (default 15 min).
 	ConnectTTL time.Duration
 	Version    string
@@ -102,11 +109,15 @@ func New(cfg Config) (*Server, error) {
 	s.guard = Instrument(cfg.Guard, m)
 	impl := &mcp.Implementation{Name: "mrtr-wasm", Title: "mrtr-wasm demo CRM", Version: cfg.Version}
 	const instructions = "A demo CRM. book_demo_call books a demo call (it asks for a name, a work email and a slot); list_bookings lists your bookings; connect_calendar connects an outside calendar through a page of this server."
-	s.mcp = mcp.NewServer(impl, &mcp.ServerOptions{
+	opts := &mcp.ServerOptions{
 		Instructions:              instructions,
 		SupportedProtocolVersions: []string{ProtocolVersion},
 		Logger:                    sdkLogger(cfg.Logger),
-	})
+	}
+	if cfg.Options != nil {
+		cfg.Options(opts)
+	}
+	s.mcp = mcp.NewServer(impl, opts)
 	s.legacy = mcp.NewServer(impl, &mcp.ServerOptions{
 		Instructions:              instructions,
 		SupportedProtocolVersions: LegacyProtocolVersions,
@@ -140,7 +151,7 @@ func (s *Server) Metrics() *Metrics { return s.metrics }
 func (s *Server) Handler() http.Handler {
 	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
 		Stateless:           true,
-		JSONResponse:        true,
+		JSONResponse:        !s.cfg.SSE,
 		MaxRequestBodyBytes: MaxBody,
 		Logger:              sdkLogger(s.log),
 	})
