@@ -586,8 +586,8 @@ func genPaseto(t *testing.T) *gen {
 // JSON-RPC request (and the upstream's response) as a proxy received them.
 type upCall struct {
 	op, label, principal, upstream, request, response string
-	nowMs                                              int64
-	rest                                               string
+	nowMs                                             int64
+	rest                                              string
 }
 
 func (c upCall) env() string {

@@ -17,7 +17,7 @@ type callCtx struct {
 	target    string
 	args      [32]byte // SHA-256 of the RFC 8785 form of the arguments
 	argsB64   string
-	caps      int32 // ClientCapabilities node in the envelope, or -1
+	caps      int32  // ClientCapabilities node in the envelope, or -1
 	up        string // the upstream's identity (upstream.* ops), else ""
 }
 
