@@ -86,7 +86,7 @@ func DecodeHeader(v string) (string, bool) {
 	}
 	inner, ok = strings.CutSuffix(inner, "?=")
 	if !ok {
-		return "", false
+		return v, true // no suffix: a literal value, as the SDK reads it
 	}
 	b, err := base64.StdEncoding.DecodeString(inner)
 	if err != nil {
@@ -118,22 +118,6 @@ func CheckRequests(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		if v := r.Header.Get("MCP-Protocol-Version"); v != "" && v != ProtocolVersion {
-			data, _ := json.Marshal(map[string]any{"supported": []string{ProtocolVersion}, "requested": v})
-			WriteRPCError(w, http.StatusBadRequest, nil, &jsonrpc.Error{Code: CodeUnsupportedProtocolVersion,
-				Message: "unsupported protocol version: this server speaks " + ProtocolVersion, Data: data})
-			return
-		}
-		for _, h := range []string{"Mcp-Name", "Mcp-Method"} {
-			if v := r.Header.Get(h); v != "" {
-				d, ok := DecodeHeader(v)
-				if !ok {
-					WriteRPCError(w, http.StatusBadRequest, nil, &jsonrpc.Error{Code: CodeHeaderMismatch, Message: "malformed base64 value in the " + h + " header"})
-					return
-				}
-				r.Header.Set(h, d)
-			}
-		}
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
 		if err != nil {
 			var mbe *http.MaxBytesError
@@ -145,8 +129,29 @@ func CheckRequests(next http.Handler) http.Handler {
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
+		// Every error below answers with the request's id (SEP-2575).
 		var p probe
+		parsed := false
 		if t := bytes.TrimSpace(body); len(t) > 0 && t[0] == '{' && json.Unmarshal(body, &p) == nil {
+			parsed = true
+		}
+		if v := r.Header.Get("MCP-Protocol-Version"); v != "" && v != ProtocolVersion {
+			data, _ := json.Marshal(map[string]any{"supported": []string{ProtocolVersion}, "requested": v})
+			WriteRPCError(w, http.StatusBadRequest, p.ID, &jsonrpc.Error{Code: CodeUnsupportedProtocolVersion,
+				Message: "unsupported protocol version: this server speaks " + ProtocolVersion, Data: data})
+			return
+		}
+		for _, h := range []string{"Mcp-Name", "Mcp-Method"} {
+			if v := r.Header.Get(h); v != "" {
+				d, ok := DecodeHeader(v)
+				if !ok {
+					WriteRPCError(w, http.StatusBadRequest, p.ID, &jsonrpc.Error{Code: CodeHeaderMismatch, Message: "malformed base64 value in the " + h + " header"})
+					return
+				}
+				r.Header.Set(h, d)
+			}
+		}
+		if parsed {
 			var meta map[string]json.RawMessage
 			if p.Params != nil {
 				meta = p.Params.Meta

@@ -53,7 +53,7 @@ func (p *Proxy) Handle(ctx context.Context, m *mcphttp.Message, body []byte, h h
 // refused instead), and the response returned.
 func (p *Proxy) call(ctx context.Context, msg []byte, h http.Header, s Sink) ([]byte, error) {
 	start := time.Now()
-	resp, err := p.cfg.Upstream.Call(ctx, msg, h, func(raw []byte) error {
+	resp, err := p.cfg.Upstream.Call(upstream.WithStreamStart(ctx, s.Start), msg, h, func(raw []byte) error {
 		if isServerRequest(raw) {
 			p.refuseServerRequest(ctx, raw, h)
 			return nil

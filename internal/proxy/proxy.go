@@ -204,6 +204,8 @@ func encodeHeader(v string) string {
 // Sink receives what goes back to the client for one request: messages
 // that arrive before the response (notifications), then the response.
 type Sink interface {
+	// Start: the upstream answers with a stream; answer with one too.
+	Start()
 	Notify(raw []byte) error
 	Final(raw []byte)
 }
@@ -216,13 +218,21 @@ type httpSink struct {
 	done      bool
 }
 
-func (s *httpSink) Notify(raw []byte) error {
-	if !s.streaming {
-		s.w.Header().Set("Content-Type", "text/event-stream")
-		s.w.Header().Set("Cache-Control", "no-cache")
-		s.w.WriteHeader(http.StatusOK)
-		s.streaming = true
+func (s *httpSink) Start() {
+	if s.streaming || s.done {
+		return
 	}
+	s.w.Header().Set("Content-Type", "text/event-stream")
+	s.w.Header().Set("Cache-Control", "no-cache")
+	s.w.WriteHeader(http.StatusOK)
+	s.streaming = true
+	if f, ok := s.w.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (s *httpSink) Notify(raw []byte) error {
+	s.Start()
 	if err := writeEvent(s.w, raw); err != nil {
 		return err
 	}
@@ -239,8 +249,34 @@ func (s *httpSink) Final(raw []byte) {
 		return
 	}
 	s.w.Header().Set("Content-Type", "application/json")
-	s.w.WriteHeader(http.StatusOK)
+	s.w.WriteHeader(errorStatus(raw))
 	_, _ = s.w.Write(raw)
+}
+
+var errorMark = []byte(`"error"`)
+
+// errorStatus is the HTTP status of a JSON response, as SEP-2575 sets it
+// from a JSON-RPC error code: 404 for -32601, 400 for -32602, -32020,
+// -32021 and -32022, else 200.
+func errorStatus(raw []byte) int {
+	if !bytes.Contains(raw, errorMark) {
+		return http.StatusOK
+	}
+	var r struct {
+		Error *struct {
+			Code int64 `json:"code"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(raw, &r) != nil || r.Error == nil {
+		return http.StatusOK
+	}
+	switch r.Error.Code {
+	case jsonrpc.CodeMethodNotFound:
+		return http.StatusNotFound
+	case jsonrpc.CodeInvalidParams, mcphttp.CodeHeaderMismatch, -32021, mcphttp.CodeUnsupportedProtocolVersion:
+		return http.StatusBadRequest
+	}
+	return http.StatusOK
 }
 
 func (s *httpSink) finish() {

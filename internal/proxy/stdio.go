@@ -82,6 +82,7 @@ func (p *Proxy) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) err
 
 type lineSink struct{ write func([]byte) error }
 
+func (s *lineSink) Start()                  {}
 func (s *lineSink) Notify(raw []byte) error { return s.write(raw) }
 func (s *lineSink) Final(raw []byte)        { _ = s.write(raw) }
 

@@ -150,6 +150,7 @@ func (u *HTTP) call(ctx context.Context, msg []byte, h http.Header, onMessage fu
 	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	switch ct {
 	case "text/event-stream":
+		streamStarted(ctx)
 		return u.readStream(ctx, resp.Body, onMessage)
 	case "application/json":
 		b, err := u.readBody(ctx, resp.Body)
