@@ -18,8 +18,6 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
-
-	"github.com/mrtr-wasm/mrtr-wasm/host"
 )
 
 // scope is the instrumentation scope of every span.
@@ -103,7 +101,7 @@ type Span struct{ s trace.Span }
 
 // End ends the span, marking it failed when err is not nil. Only the
 // error's type is recorded, never its text: an error may carry what a user
-// typed.
+// typed. End(nil) keeps what Fail recorded.
 func (s Span) End(err error) {
 	if s.s == nil {
 		return
@@ -138,10 +136,9 @@ func (s Span) Fail(errorType string) {
 	}
 }
 
+// errorType names an error for error.type; callers that know a stable
+// code (a guard or upstream error code) set it with Fail instead.
 func errorType(err error) string {
-	if e, ok := host.AsError(err); ok {
-		return e.Code
-	}
 	var je *jsonrpc.Error
 	if errors.As(err, &je) {
 		return "jsonrpc." + strconv.FormatInt(je.Code, 10)

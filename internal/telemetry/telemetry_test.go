@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mrtr-wasm/mrtr-wasm/host"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/telemetry"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/telemetry/otlptest"
 )
@@ -42,18 +41,6 @@ func TestUnsupportedSettingsAreErrors(t *testing.T) {
 	}
 }
 
-type allowPolicy struct{ allow bool }
-
-func (p allowPolicy) Ask(context.Context, *host.PolicyQuery) (*host.PolicyDecision, error) {
-	if !p.allow {
-		return &host.PolicyDecision{Code: "policy.field_not_allowed"}, nil
-	}
-	return &host.PolicyDecision{Allow: true}, nil
-}
-func (p allowPolicy) Resume(context.Context, *host.PolicyQuery) (*host.PolicyDecision, error) {
-	return nil, errors.New("secret answer 1234 in an error")
-}
-
 // The spans reach a real OTLP/HTTP receiver with their parent links: the
 // caller's traceparent header is the server span's parent, and the client
 // span carries a traceparent of its own to pass upstream.
@@ -68,13 +55,13 @@ func TestSpansReachReceiverWithParents(t *testing.T) {
 	const callerTrace, callerSpan = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
 	h := http.Header{"Traceparent": {"00-" + callerTrace + "-" + callerSpan + "-01"}}
 	sctx, server := tel.StartServer(ctx, "tools/call", "book", h, nil)
-	pol := tel.Policy(allowPolicy{allow: false})
 	gctx, guard := tel.StartStep(sctx, "guard ask")
-	if _, err := pol.Ask(gctx, &host.PolicyQuery{}); err != nil {
-		t.Fatal(err)
-	}
+	_, pol := tel.StartStep(gctx, "policy ask")
+	pol.SetString("mrtr.policy.decision", "deny")
+	pol.End(nil)
 	guard.End(nil)
-	_, _ = tel.Policy(allowPolicy{}).Resume(sctx, &host.PolicyQuery{})
+	_, step := tel.StartStep(sctx, "policy resume")
+	step.End(errors.New("secret answer 1234 in an error"))
 	cctx, client := tel.StartClient(sctx, "tools/call", "book")
 	tp := telemetry.Traceparent(cctx)
 	hdr := http.Header{}
@@ -83,7 +70,8 @@ func TestSpansReachReceiverWithParents(t *testing.T) {
 		t.Fatalf("traceparent %q, header %q", tp, hdr.Get("traceparent"))
 	}
 	client.End(nil)
-	server.End(&host.Error{Code: host.CodeStateInvalid, Message: "invalid or expired requestState"})
+	server.Fail("mrtr.state.invalid")
+	server.End(nil)
 	if err := tel.Shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -117,17 +105,17 @@ func TestSpansReachReceiverWithParents(t *testing.T) {
 			t.Errorf("%s: parent %q, want %q (spans %v)", name, got, want, otlptest.Names(spans))
 		}
 	}
-	if srv.Kind.String() != "SPAN_KIND_SERVER" || !srv.Error || srv.Attrs["error.type"] != host.CodeStateInvalid ||
+	if srv.Kind.String() != "SPAN_KIND_SERVER" || !srv.Error || srv.Attrs["error.type"] != "mrtr.state.invalid" ||
 		srv.Attrs["gen_ai.tool.name"] != "book" || srv.Attrs["mcp.method.name"] != "tools/call" {
 		t.Errorf("server span: %+v", srv)
 	}
 	if !strings.HasSuffix(tp, "-"+cli.SpanID+"-01") {
 		t.Errorf("traceparent %q does not name the client span %s", tp, cli.SpanID)
 	}
-	if p := byName["policy ask"]; p.Attrs["mrtr.policy.decision"] != "deny" || p.Attrs["mrtr.policy.denial"] != "policy.field_not_allowed" {
+	if p := byName["policy ask"]; p.Attrs["mrtr.policy.decision"] != "deny" {
 		t.Errorf("policy ask span: %+v", p)
 	}
-	if p := byName["policy resume"]; !p.Error {
+	if p := byName["policy resume"]; !p.Error || p.Attrs["error.type"] != "*errors.errorString" {
 		t.Errorf("policy resume span not failed: %+v", p)
 	}
 }
