@@ -60,6 +60,9 @@ go test -count=1 ./guest/core -run 'Fuzz' >/dev/null # every saved input, as see
 echo "== MCP conformance suite (14 input-required-result scenarios)"
 e2e/conformance.sh
 
+echo "== the conformance suite through mrtr-wasm proxy (go-sdk v1.8.0 fixture behind it)"
+e2e/proxy-conformance.sh
+
 echo "== the connect page in headless Chromium"
 e2e/browser.sh
 

@@ -372,6 +372,20 @@ func (g *Guard) discard(ctx context.Context, s *slot) {
 // call runs one envelope and decodes the response into r while the
 // instance is still held (the output lives in its memory).
 func (g *Guard) call(ctx context.Context, env []byte, r *response) error {
+	return g.callInto(ctx, env, r)
+}
+
+// guestResponse is a response envelope decoded from the guest.
+type guestResponse interface {
+	ok() bool
+	err() error
+}
+
+func (r *response) ok() bool { return r.OK }
+
+// callInto runs one envelope and decodes the response into r while the
+// instance is still held (the output lives in its memory).
+func (g *Guard) callInto(ctx context.Context, env []byte, r guestResponse) error {
 	g.closeMu.RLock()
 	defer g.closeMu.RUnlock()
 	if g.closed.Load() {
@@ -400,7 +414,7 @@ func (g *Guard) call(ctx context.Context, env []byte, r *response) error {
 	if err != nil {
 		return &Error{Code: CodeInternal, Message: "the guard module returned an unreadable response"}
 	}
-	if !r.OK {
+	if !r.ok() {
 		return r.err()
 	}
 	return nil

@@ -24,6 +24,9 @@ Usage:
   mrtr-wasm policy eval --input FILE  print a policy decision
   mrtr-wasm policy build [DIR] -o F   compile the policy to an OPA Wasm bundle
   mrtr-wasm keygen                    print a new k4.local key
+  mrtr-wasm serve [flags]             run the demo MCP server
+  mrtr-wasm proxy [flags] --upstream URL | -- CMD ARGS
+                                      guard an MCP server you did not write
 
 DIR defaults to the shipped policies (embedded). "mrtr-wasm COMMAND -h"
 lists a command's flags. Exit codes: 0 clean, 1 findings at error
@@ -48,6 +51,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runKeygen(args, stdout, stderr)
 	case "serve":
 		return runServe(args, stdout, stderr)
+	case "proxy":
+		return runProxy(args, stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK

@@ -44,6 +44,22 @@ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, or OTEL_TRACES_EXPORTER=otlp).
 flags:
 `
 
+// addSharedFlags registers the flags serve and proxy share (they mean the
+// same thing in both).
+func addSharedFlags(fs *flag.FlagSet, o *serveOptions) {
+	fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "HTTP listen address (the MCP endpoint is /mcp)")
+	fs.StringVar(&o.keysFile, "keys", "", "file of k4.local keys (the MRTR_KEYS format); default: the MRTR_KEYS environment variable")
+	fs.StringVar(&o.tokensFile, "auth-tokens", "", "JSON file mapping bearer tokens to principal names; without it every caller is \"anonymous\"")
+	fs.StringVar(&o.policyDir, "policy", "", "policy directory (.rego files and data/); default: the shipped policies")
+	fs.StringVar(&o.policyData, "policy-data", "", "data file name in the policy's data/ (default: demo for serve, proxy for proxy)")
+	fs.StringVar(&o.ledger, "ledger", "memory:", "replay ledger: memory:, sqlite:/path/ledger.db or redis://host:6379/0")
+	fs.DurationVar(&o.stateTTL, "state-ttl", 5*time.Minute, "how long a requestState stays valid (the policy may narrow it)")
+	fs.StringVar(&o.engine, "engine", "wasm", "guard engine: wasm (guard.wasm through wazero) or native")
+	fs.StringVar(&o.logFormat, "log-format", "json", "log format: json or text (logs go to stderr)")
+	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	fs.DurationVar(&o.shutdown, "shutdown-timeout", 30*time.Second, "how long a shutdown waits for requests in flight")
+}
+
 // serveOptions are the parsed flags of serve.
 type serveOptions struct {
 	addr, publicURL, keysFile, tokensFile, policyDir, policyData string
@@ -61,24 +77,14 @@ func parseServe(args []string, stderr io.Writer) (*serveOptions, error) {
 		fmt.Fprint(stderr, serveUsage)
 		fs.PrintDefaults()
 	}
-	fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "HTTP listen address (the MCP endpoint is /mcp)")
-	fs.StringVar(&o.publicURL, "public-url", "", "base URL browsers use to reach this server, for /connect links (default http://ADDR)")
-	fs.BoolVar(&o.stdio, "stdio", false, "serve MCP on stdin/stdout (the HTTP listener still serves /connect, /healthz, /metrics)")
-	fs.StringVar(&o.keysFile, "keys", "", "file of k4.local keys (the MRTR_KEYS format); default: the MRTR_KEYS environment variable")
-	fs.StringVar(&o.tokensFile, "auth-tokens", "", "JSON file mapping bearer tokens to principal names; without it every caller is \"anonymous\"")
-	fs.StringVar(&o.policyDir, "policy", "", "policy directory (.rego files and data/); default: the shipped policies")
-	fs.StringVar(&o.policyData, "policy-data", "", "data file name in the policy's data/ (default demo)")
-	fs.StringVar(&o.ledger, "ledger", "memory:", "replay ledger: memory:, sqlite:/path/ledger.db or redis://host:6379/0")
+	addSharedFlags(fs, o)
 	fs.StringVar(&o.dataDir, "data", "mrtr-data", "data directory (the CRM's SQLite file, the wasm compilation cache); created on first run")
-	fs.StringVar(&o.cacheDir, "wasm-cache", "", "directory for wazero's compiled guard.wasm (default DATA/wasm-cache)")
 	fs.StringVar(&o.crm, "crm", "", "CRM database: sqlite:/path/crm.db, or postgres://USER@HOST:5432/DB?sslmode=disable for a CRM that several instances share (default sqlite:DATA/crm.db)")
-	fs.StringVar(&o.audience, "audience", "mrtr-wasm-demo", "audience bound into every requestState (instances sharing keys must share it)")
-	fs.DurationVar(&o.stateTTL, "state-ttl", 5*time.Minute, "how long a requestState stays valid (the policy may narrow it)")
-	fs.StringVar(&o.engine, "engine", "wasm", "guard engine: wasm (guard.wasm through wazero) or native")
 	fs.BoolVar(&o.conformance, "conformance", false, "also serve the fixture tools of the official conformance suite")
-	fs.StringVar(&o.logFormat, "log-format", "json", "log format: json or text (logs go to stderr)")
-	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
-	fs.DurationVar(&o.shutdown, "shutdown-timeout", 30*time.Second, "how long a shutdown waits for requests in flight")
+	fs.StringVar(&o.cacheDir, "wasm-cache", "", "directory for wazero's compiled guard.wasm (default DATA/wasm-cache)")
+	fs.StringVar(&o.audience, "audience", "mrtr-wasm-demo", "audience bound into every requestState (instances sharing keys must share it)")
+	fs.BoolVar(&o.stdio, "stdio", false, "serve MCP on stdin/stdout (the HTTP listener still serves /connect, /healthz, /metrics)")
+	fs.StringVar(&o.publicURL, "public-url", "", "base URL browsers use to reach this server, for /connect links (default http://ADDR)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}

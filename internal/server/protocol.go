@@ -1,161 +1,28 @@
 package server
 
-// The gaps this file fills in go-sdk v1.8.0, for a server that speaks only
-// MCP 2026-07-28 (everything else is the SDK's):
-//
-//  1. A request with no _meta protocolVersion and no MCP-Protocol-Version
-//     header is served by the SDK as a legacy (2025) request, with
-//     capabilities made up for it. Here every request (not notification)
-//     must carry _meta["io.modelcontextprotocol/protocolVersion"] and
-//     _meta["io.modelcontextprotocol/clientCapabilities"] (an object);
-//     without them: JSON-RPC -32602, HTTP 400 (spec basic/index.mdx).
-//     `initialize` is left to the SDK, which answers it with a version
-//     the legacy client will refuse.
-//  2. A MCP-Protocol-Version header naming an older revision gets a
-//     plain-text 400 from the SDK; here it is the spec's JSON-RPC -32022
-//     (UnsupportedProtocolVersion) with data.supported and data.requested.
-//  3. The SDK compares Mcp-Name and Mcp-Method with the body as sent; a
-//     value in the =?base64?…?= form (how a non-ASCII tool name or
-//     resource URI travels) is decoded here first, and a malformed one is
-//     HTTP 400 with -32020 (HeaderMismatch).
-//
-// The same _meta check wraps the stdio transport.
+// serve's use of the shared checks (internal/mcphttp): the HTTP wrapper,
+// and the _meta check around the stdio transport.
 
 import (
-	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
-	"errors"
-	"io"
 	"net/http"
-	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mrtr-wasm/mrtr-wasm/internal/mcphttp"
 )
 
-// Spec error codes used here.
+// Spec error codes.
 const (
-	CodeHeaderMismatch             = -32020
-	CodeUnsupportedProtocolVersion = -32022
+	CodeHeaderMismatch             = mcphttp.CodeHeaderMismatch
+	CodeUnsupportedProtocolVersion = mcphttp.CodeUnsupportedProtocolVersion
 )
 
-const (
-	metaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
-	metaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
-)
-
-// probe is the part of a JSON-RPC message the checks read.
-type probe struct {
-	ID     json.RawMessage `json:"id"`
-	Method string          `json:"method"`
-	Params *struct {
-		Meta map[string]json.RawMessage `json:"_meta"`
-	} `json:"params"`
-}
-
-// checkMeta returns the -32602 error for a request without the required
-// _meta, or nil. Notifications and initialize pass.
-func checkMeta(method string, isCall bool, meta map[string]json.RawMessage) *jsonrpc.Error {
-	if !isCall || method == "initialize" {
-		return nil
-	}
-	v, ok := meta[metaProtocolVersion]
-	var s string
-	if !ok || json.Unmarshal(v, &s) != nil || s == "" {
-		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: `missing required _meta field "` + metaProtocolVersion + `"`}
-	}
-	c, ok := meta[metaClientCapabilities]
-	if !ok || len(bytes.TrimSpace(c)) == 0 || bytes.TrimSpace(c)[0] != '{' {
-		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: `missing required _meta field "` + metaClientCapabilities + `" (an object)`}
-	}
-	return nil
-}
-
-// decodeHeader decodes the =?base64?…?= form; ok is false when it is
-// malformed.
-func decodeHeader(v string) (string, bool) {
-	inner, ok := strings.CutPrefix(v, "=?base64?")
-	if !ok {
-		return v, true
-	}
-	inner, ok = strings.CutSuffix(inner, "?=")
-	if !ok {
-		return "", false
-	}
-	b, err := base64.StdEncoding.DecodeString(inner)
-	if err != nil {
-		return "", false
-	}
-	return string(b), true
-}
-
-func writeRPCError(w http.ResponseWriter, status int, id json.RawMessage, e *jsonrpc.Error) {
-	if len(id) == 0 {
-		id = json.RawMessage("null")
-	}
-	body, _ := json.Marshal(struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Error   *jsonrpc.Error  `json:"error"`
-	}{"2.0", id, e})
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(body)
-}
-
-// CheckRequests wraps the SDK's HTTP handler with the checks above and
-// the 1 MiB body limit (HTTP 413 beyond it).
-func CheckRequests(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost {
-			next.ServeHTTP(w, r)
-			return
-		}
-		if v := r.Header.Get("MCP-Protocol-Version"); v != "" && v != ProtocolVersion {
-			data, _ := json.Marshal(map[string]any{"supported": []string{ProtocolVersion}, "requested": v})
-			writeRPCError(w, http.StatusBadRequest, nil, &jsonrpc.Error{Code: CodeUnsupportedProtocolVersion,
-				Message: "unsupported protocol version: this server speaks " + ProtocolVersion, Data: data})
-			return
-		}
-		for _, h := range []string{"Mcp-Name", "Mcp-Method"} {
-			if v := r.Header.Get(h); v != "" {
-				d, ok := decodeHeader(v)
-				if !ok {
-					writeRPCError(w, http.StatusBadRequest, nil, &jsonrpc.Error{Code: CodeHeaderMismatch, Message: "malformed base64 value in the " + h + " header"})
-					return
-				}
-				r.Header.Set(h, d)
-			}
-		}
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
-		if err != nil {
-			var mbe *http.MaxBytesError
-			if errors.As(err, &mbe) {
-				http.Error(w, "request body exceeds 1 MiB", http.StatusRequestEntityTooLarge)
-				return
-			}
-			http.Error(w, "failed to read the body", http.StatusBadRequest)
-			return
-		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		var p probe
-		if t := bytes.TrimSpace(body); len(t) > 0 && t[0] == '{' && json.Unmarshal(body, &p) == nil {
-			var meta map[string]json.RawMessage
-			if p.Params != nil {
-				meta = p.Params.Meta
-			}
-			isCall := len(p.ID) > 0 && string(p.ID) != "null"
-			if e := checkMeta(p.Method, isCall, meta); e != nil {
-				writeRPCError(w, http.StatusBadRequest, p.ID, e)
-				return
-			}
-		}
-		// Anything else (batches, bad JSON) is the SDK's to refuse.
-		next.ServeHTTP(w, r)
-	})
-}
+// CheckRequests wraps the SDK's HTTP handler with the shared checks
+// (mcphttp.CheckRequests).
+func CheckRequests(next http.Handler) http.Handler { return mcphttp.CheckRequests(next) }
 
 // CheckStdio wraps a transport (stdio) with the _meta check: a request
 // without it is answered -32602 and never reaches the server.
@@ -187,7 +54,7 @@ func (c *checkedConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			Meta map[string]json.RawMessage `json:"_meta"`
 		}
 		_ = json.Unmarshal(req.Params, &p)
-		e := checkMeta(req.Method, req.IsCall(), p.Meta)
+		e := mcphttp.CheckMeta(req.Method, req.IsCall(), p.Meta)
 		if e == nil {
 			return msg, nil
 		}

@@ -17,14 +17,15 @@ import (
 
 	"github.com/mrtr-wasm/mrtr-wasm/host"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/crm"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/mcphttp"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/telemetry"
 )
 
 // ProtocolVersion is the only MCP revision this server speaks.
-const ProtocolVersion = "2026-07-28"
+const ProtocolVersion = mcphttp.ProtocolVersion
 
 // MaxBody bounds every request body on /mcp.
-const MaxBody = 1 << 20
+const MaxBody = mcphttp.MaxBody
 
 // Anonymous is every caller's principal when no bearer tokens are set.
 const Anonymous = "anonymous"

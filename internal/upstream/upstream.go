@@ -96,3 +96,19 @@ func AsError(err error) (*Error, bool) {
 func Errorf(code, message string, cause error) *Error {
 	return &Error{Code: code, Message: message, Err: cause}
 }
+
+type streamStartKey struct{}
+
+// WithStreamStart returns a context whose calls report, through f, that
+// the upstream answers with an event stream (before its first event), so
+// the proxy can answer the same way. Transports without streams never
+// call it.
+func WithStreamStart(ctx context.Context, f func()) context.Context {
+	return context.WithValue(ctx, streamStartKey{}, f)
+}
+
+func streamStarted(ctx context.Context) {
+	if f, ok := ctx.Value(streamStartKey{}).(func()); ok && f != nil {
+		f()
+	}
+}
