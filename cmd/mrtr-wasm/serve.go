@@ -22,6 +22,7 @@ import (
 	"github.com/mrtr-wasm/mrtr-wasm/internal/conformance"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/crm"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/server"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/telemetry"
 	"github.com/mrtr-wasm/mrtr-wasm/ledger"
 	"github.com/mrtr-wasm/mrtr-wasm/policy"
 )
@@ -35,6 +36,10 @@ http://ADDR/mcp (or stdio with --stdio), with /connect/, /healthz and
 
 Keys come from MRTR_KEYS or --keys FILE (` + "`mrtr-wasm keygen`" + ` makes one); with
 neither, an ephemeral key is generated and rounds do not survive a restart.
+
+Traces (OpenTelemetry, OTLP over HTTP) are off unless the standard
+variables turn them on: OTEL_EXPORTER_OTLP_ENDPOINT (or
+OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, or OTEL_TRACES_EXPORTER=otlp).
 
 flags:
 `
@@ -217,6 +222,12 @@ func runServer(ctx context.Context, o *serveOptions, stdin io.Reader, stdout, st
 	})
 	defer stopReload()
 
+	tel, err := telemetry.Setup(ctx, "mrtr-wasm", version())
+	if err != nil {
+		return fmt.Errorf("OpenTelemetry: %w", err)
+	}
+	defer shutdownTelemetry(tel, log)
+
 	engine := host.EngineWasm
 	if o.engine == "native" {
 		engine = host.EngineNative
@@ -227,7 +238,7 @@ func runServer(ctx context.Context, o *serveOptions, stdin io.Reader, stdout, st
 		host.WithCompilationCache(o.cacheDir),
 	}
 	base = append(base, testGuardOptions...)
-	guard, err := host.New(ctx, append(base, host.WithPolicy(pol))...)
+	guard, err := host.New(ctx, append(base, host.WithPolicy(server.TracePolicy(pol, tel)))...)
 	if err != nil {
 		return err
 	}
@@ -244,6 +255,7 @@ func runServer(ctx context.Context, o *serveOptions, stdin io.Reader, stdout, st
 
 	cfg := server.Config{
 		Guard: guard, CRM: store, Tokens: tokens, PublicURL: publicURL, Logger: log, Version: version(),
+		Telemetry: tel,
 	}
 	if o.conformance {
 		// The fixtures ask for sampling and roots, which the demo policy
@@ -254,7 +266,9 @@ func runServer(ctx context.Context, o *serveOptions, stdin io.Reader, stdout, st
 			return err
 		}
 		defer fg.Close(context.Background())
-		cfg.Fixtures = func(s *mcp.Server, m *server.Metrics, log *slog.Logger) { conformance.Register(s, fg, m, log) }
+		cfg.Fixtures = func(s *mcp.Server, m *server.Metrics, log *slog.Logger) {
+			conformance.Register(s, server.TraceGuard(fg, tel), m, log)
+		}
 	}
 	srv, err := server.New(cfg)
 	if err != nil {
@@ -263,7 +277,7 @@ func runServer(ctx context.Context, o *serveOptions, stdin io.Reader, stdout, st
 	log.Info("mrtr-wasm serve starting",
 		"keys", len(guard.KeyIDs()), "key_ids", strings.Join(guard.KeyIDs(), ","),
 		"engine", engine.String(), "crm", store.Where, "ledger", ledgerKind(o.ledger),
-		"policy", pol.Info().Revision, "auth", tokens != nil, "conformance", o.conformance)
+		"policy", pol.Info().Revision, "auth", tokens != nil, "conformance", o.conformance, "tracing", tel.Enabled())
 
 	var hs *http.Server
 	httpDone := make(chan error, 1)
@@ -311,6 +325,15 @@ func runServer(ctx context.Context, o *serveOptions, stdin io.Reader, stdout, st
 	}
 	log.Info("stopped")
 	return runErr
+}
+
+// shutdownTelemetry exports the spans still buffered, within a bound.
+func shutdownTelemetry(tel *telemetry.Telemetry, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := tel.Shutdown(ctx); err != nil {
+		log.Warn("OpenTelemetry: spans not exported at shutdown", "error", err.Error())
+	}
 }
 
 // crmOpenTimeout bounds connecting to the CRM and migrating its schema at

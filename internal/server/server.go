@@ -18,6 +18,7 @@ import (
 	"github.com/mrtr-wasm/mrtr-wasm/host"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/crm"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/mcphttp"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/telemetry"
 )
 
 // ProtocolVersion is the only MCP revision this server speaks.
@@ -57,6 +58,8 @@ type Config struct {
 	// ConnectTTL bounds how long a /connect link stays usable (default 15 min).
 	ConnectTTL time.Duration
 	Version    string
+	// Telemetry traces each request and guard step (nil: off).
+	Telemetry *telemetry.Telemetry
 }
 
 // Server is the MCP server plus its HTTP surface.
@@ -87,12 +90,15 @@ func New(cfg Config) (*Server, error) {
 	}
 	m := NewMetrics(cfg.Registry)
 	s := &Server{cfg: cfg, metrics: m, log: cfg.Logger}
-	s.guard = Instrument(cfg.Guard, m)
+	s.guard = Instrument(TraceGuard(cfg.Guard, cfg.Telemetry), m)
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "mrtr-wasm", Title: "mrtr-wasm demo CRM", Version: cfg.Version}, &mcp.ServerOptions{
 		Instructions:              "A demo CRM. book_demo_call books a demo call (it asks for a name, a work email and a slot); list_bookings lists your bookings; connect_calendar connects an outside calendar through a page of this server.",
 		SupportedProtocolVersions: []string{ProtocolVersion},
 		Logger:                    sdkLogger(cfg.Logger),
 	})
+	if cfg.Telemetry.Enabled() {
+		s.mcp.AddReceivingMiddleware(ServerSpans(cfg.Telemetry))
+	}
 	s.addDemoTools()
 	if cfg.Fixtures != nil {
 		cfg.Fixtures(s.mcp, m, cfg.Logger)
