@@ -2,13 +2,21 @@ package main
 
 import (
 	"context"
-	"errors"
 	"log/slog"
+	"os"
 
 	"github.com/mrtr-wasm/mrtr-wasm/internal/upstream"
 )
 
-// openStdioUpstream starts the stdio child after "--".
+// openStdioUpstream starts and supervises the stdio child after "--", with
+// a clean environment built from --upstream-env and --upstream-env-pass.
 func openStdioUpstream(ctx context.Context, o *proxyOptions, log *slog.Logger) (upstream.Upstream, error) {
-	return nil, usageError{errors.New("a stdio upstream (-- CMD ARGS) is not in this build yet: use --upstream URL")}
+	env, err := upstream.StdioEnv(o.upstreamEnv, o.upstreamEnvPass, os.LookupEnv)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	return upstream.NewStdio(ctx, upstream.StdioConfig{
+		Command: o.command[0], Args: o.command[1:], Env: env, Logger: log, Version: version(),
+		StartTimeout: o.upstreamTimeout, MaxMessage: int(min(o.upstreamMaxBody, 64<<20)),
+	})
 }
