@@ -183,3 +183,42 @@ describe(`upstream over ${tr}`, () => {
   });
 });
 }
+
+describe('mrtr-wasm proxy --stdio (a local client runs the proxy as its stdio server)', () => {
+  let send;
+  before(async () => {
+    const p = spawn(bin, ['proxy', '--stdio', '--addr', '127.0.0.1:0', '--keys', join(work, 'keys'), '--log-level', 'warn',
+      '--wasm-cache', process.env.MRTR_WASM_CACHE ?? join(root, '.cache', 'wasm'), '--', process.execPath, join(here, 'unguarded-server.ts'), '--stdio'],
+    { stdio: ['pipe', 'pipe', 'ignore'] });
+    procs.push(p);
+    const waiting = new Map();
+    let buf = '';
+    p.stdout.on('data', (d) => {
+      buf += d;
+      let i;
+      while ((i = buf.indexOf('\n')) >= 0) {
+        const line = buf.slice(0, i);
+        buf = buf.slice(i + 1);
+        const msg = JSON.parse(line);
+        waiting.get(msg.id)?.(msg);
+      }
+    });
+    send = (name, args, extra = {}) => new Promise((resolve) => {
+      const id = nextId++;
+      waiting.set(id, resolve);
+      p.stdin.write(JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args, _meta: {
+        'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': caps }, ...extra } }) + '\n');
+    });
+  });
+
+  test('a two-round flow completes; a forged state is refused', async () => {
+    const r1 = await send('book_demo', { topic: 'stdio' });
+    assert.match(r1.result.requestState, /^v4\.local\./);
+    const r2 = await send('book_demo', { topic: 'stdio' }, { inputResponses: contact, requestState: r1.result.requestState });
+    assert.ok(r2.result.inputRequests.confirm, JSON.stringify(r2));
+    const forged = await send('book_demo', { topic: 'stdio' }, { inputResponses: confirm, requestState: 'step=2;name=Mallory;email=m@evil.example' });
+    assert.equal(forged.error?.code, -32602);
+    const done = await send('book_demo', { topic: 'stdio' }, { inputResponses: confirm, requestState: r2.result.requestState });
+    assert.match(done.result.content[0].text, /booked stdio for Ann Lee/);
+  });
+});
