@@ -381,6 +381,22 @@ func (g *Guard) discard(ctx context.Context, s *slot) {
 // call runs one envelope and decodes the response into r while the
 // instance is still held (the output lives in its memory).
 func (g *Guard) call(ctx context.Context, env []byte, r *response) error {
+	return g.callInto(ctx, env, r)
+}
+
+// guestResponse is a response envelope decoded from the guest.
+type guestResponse interface {
+	ok() bool
+	interrupted() bool
+	err() error
+}
+
+func (r *response) ok() bool          { return r.OK }
+func (r *response) interrupted() bool { return r.Interrupted }
+
+// callInto runs one envelope and decodes the response into r while the
+// instance is still held (the output lives in its memory).
+func (g *Guard) callInto(ctx context.Context, env []byte, r guestResponse) error {
 	g.closeMu.RLock()
 	defer g.closeMu.RUnlock()
 	if g.closed.Load() {
@@ -399,7 +415,7 @@ func (g *Guard) call(ctx context.Context, env []byte, r *response) error {
 		return err
 	}
 	err = json.Unmarshal(out, r)
-	if r.Interrupted {
+	if r.interrupted() {
 		// Stopped at a checkpoint: discard the instance all the same, so
 		// a call that ran over never leaves anything behind.
 		g.discard(ctx, s)
@@ -415,7 +431,7 @@ func (g *Guard) call(ctx context.Context, env []byte, r *response) error {
 	if err != nil {
 		return &Error{Code: CodeInternal, Message: "the guard module returned an unreadable response"}
 	}
-	if !r.OK {
+	if !r.ok() {
 		return r.err()
 	}
 	return nil

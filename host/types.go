@@ -186,7 +186,7 @@ func (e *Error) JSONRPCCode() int {
 	switch e.Code {
 	case CodeCapabilityMissing:
 		return -32021
-	case CodeInternal, CodeNotConfigured, CodeConfigInvalid, CodeUnavailable, CodeLedgerUnavailable, CodeInProgress, core.CodeInterrupted:
+	case CodeInternal, CodeNotConfigured, CodeConfigInvalid, CodeUnavailable, CodeLedgerUnavailable, CodeInProgress, core.CodeInterrupted, core.CodeUpstreamResult:
 		return -32603
 	}
 	return -32602

@@ -261,6 +261,7 @@ func TestVectors(t *testing.T) {
 		genLint(t).write(filepath.Join(dir, "lint.json"))
 		genBadInput(t).write(filepath.Join(dir, "bad-input.json"))
 		genPaseto(t).write(filepath.Join(dir, "paseto.json"))
+		genUpstream(t).write(filepath.Join(dir, "upstream.json"))
 		genDigest(t).write(filepath.Join(dir, "digest.json"))
 		genPolicyInput(t).write(filepath.Join(dir, "policy-input.json"))
 	}
@@ -580,6 +581,118 @@ func genPaseto(t *testing.T) *gen {
 		}
 		v.req(tc.Name+" must not open", `{"v":1,"op":"paseto.open","key":"`+key+`","token":`+jsonString(tc.Token)+`,"footer":`+jsonString(tc.Footer)+`,"implicit":`+jsonString(tc.Implicit)+`}`, stateFail(core.ReasonTampered))
 	}
+	return v
+}
+
+// upCall is an upstream.ask or upstream.resume envelope: the client's
+// JSON-RPC request (and the upstream's response) as a proxy received them.
+type upCall struct {
+	op, label, principal, upstream, request, response string
+	nowMs                                             int64
+	rest                                              string
+}
+
+func (c upCall) env() string {
+	if c.principal == "" {
+		c.principal = "alice"
+	}
+	if c.upstream == "" {
+		c.upstream = "http://127.0.0.1:9000/mcp"
+	}
+	if c.nowMs == 0 {
+		c.nowMs = vecNowMs
+	}
+	s := fmt.Sprintf(`{"v":1,"op":%q,"now":%d,"rand":%q,"principal":%q,"upstream":%q,"request":%s`,
+		c.op, c.nowMs, vecRand(c.label), c.principal, c.upstream, c.request)
+	if c.response != "" {
+		s += `,"response":` + c.response
+	}
+	return s + c.rest + "}"
+}
+
+// clientCall is a tools/call request as a 2026-07-28 client sends it;
+// extra is spliced into params (a retry's inputResponses and requestState).
+func clientCall(name, args, caps, extra string) string {
+	if caps == "" {
+		caps = `{"elicitation":{"form":{},"url":{}},"sampling":{},"roots":{}}`
+	}
+	return `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":` + jsonString(name) + `,"arguments":` + args +
+		`,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":` + caps + `}` + extra + `}}`
+}
+
+func upstreamResult(reqs, state string) string {
+	r := `{"jsonrpc":"2.0","id":7,"result":{"resultType":"input_required","inputRequests":` + reqs
+	if state != "" {
+		r += `,"requestState":` + jsonString(state)
+	}
+	return r + `}}`
+}
+
+func upRetry(responses, token string) string {
+	r := ""
+	if responses != "" {
+		r += `,"inputResponses":` + responses
+	}
+	return r + `,"requestState":` + jsonString(token)
+}
+
+func genUpstream(t *testing.T) *gen {
+	v := newGen(t, "upstream.ask and upstream.resume: a proxy seals an upstream's InputRequiredResult (its requestState and identity included), checks the retry, and gets the message to forward with the upstream's state put back and the answers as the client sent them.")
+	v.req("configure", configure([]string{vecKeyA}, ""), ok(""))
+	args := `{"topic":"pricing"}`
+	call1 := clientCall("book_demo_call", args, "", "")
+	uask := func(name, label, request, response, rest string, want vecExpect) map[string]any {
+		return v.req(name, upCall{op: "upstream.ask", label: label, request: request, response: response, rest: rest}.env(), want)
+	}
+	ures := func(name string, c upCall, want vecExpect) map[string]any {
+		c.op = "upstream.resume"
+		return v.req(name, c.env(), want)
+	}
+	tok := tokenOf(t, uask("seal an upstream round with its state", "u1", call1, upstreamResult(`{"contact":`+contactForm+`}`, "round=1"), "", ok("input_required")))
+	tokNone := tokenOf(t, uask("seal an upstream round without state", "u2", call1, upstreamResult(`{"confirm":`+confirmForm+`}`, ""), "", ok("input_required")))
+	uask("upstream asks for a password", "u3", call1, upstreamResult(`{"login":{"method":"elicitation/create","params":{"message":"Sign in","requestedSchema":{"type":"object","properties":{"password":{"type":"string"}}}}}}`, "s"), "", fail(core.CodeFormSecretField))
+	uask("upstream asks for a kind the client did not declare", "u4", clientCall("book_demo_call", args, `{"sampling":{}}`, ""), upstreamResult(`{"contact":`+contactForm+`}`, "s"), "", fail(core.CodeCapabilityMissing))
+	uask("upstream result is not input_required", "u5", call1, `{"jsonrpc":"2.0","id":7,"result":{"content":[]}}`, "", fail(core.CodeUpstreamResult))
+	uask("upstream requestState is not a string", "u6", call1, `{"jsonrpc":"2.0","id":7,"result":{"resultType":"input_required","inputRequests":{},"requestState":42}}`, "", fail(core.CodeUpstreamResult))
+	uask("upstream answered an error", "u7", call1, `{"jsonrpc":"2.0","id":7,"error":{"code":-32603,"message":"x"}}`, "", fail(core.CodeUpstreamResult))
+	v.req("no upstream identity", `{"v":1,"op":"upstream.ask","now":1785196800000,"rand":"`+vecRand("u8")+`","principal":"alice","request":`+call1+`,"response":`+upstreamResult(`{}`, "")+`}`, fail(core.CodeRequestMalformed))
+	uask("request without params", "u9", `{"jsonrpc":"2.0","id":7,"method":"tools/call"}`, upstreamResult(`{}`, ""), "", fail(core.CodeRequestMalformed))
+	uask("a method that cannot ask", "u10", `{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{}}`, upstreamResult(`{}`, ""), "", fail(core.CodeMethodNotAllowed))
+	tokRes := tokenOf(t, uask("resources/read: the uri is the target", "u11", `{"jsonrpc":"2.0","id":"r1","method":"resources/read","params":{"uri":"crm://accounts/42","_meta":{"io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}}}`, upstreamResult(`{"confirm":`+confirmForm+`}`, "res-state"), "", ok("input_required")))
+
+	valid := `{"contact":{"action":"accept","content":{"name":"Ann Lee","email":"ann@example.com"}}}`
+	ures("valid answer: forward with the upstream's state", upCall{label: "u20", request: clientCall("book_demo_call", args, "", upRetry(valid, tok))}, ok("complete"))
+	ures("answers forwarded byte for byte (spacing, extra keys, unasked fields)", upCall{label: "u21", request: clientCall("book_demo_call", args, "", upRetry(`{ "contact" : {"action":"accept","content":{"email":"ann@example.com","name":"Ann Lee","role":"admin"}}, "extra":{"action":"accept","content":{"foo":"bar"}}}`, tok))}, ok("complete"))
+	ures("no upstream state: forwarded without requestState", upCall{label: "u22", request: clientCall("book_demo_call", args, "", upRetry(`{"confirm":{"action":"accept","content":{"ok":true}}}`, tokNone))}, ok("complete"))
+	ures("decline is forwarded", upCall{label: "u23", request: clientCall("book_demo_call", args, "", upRetry(`{"contact":{"action":"decline"}}`, tok))}, ok("declined"))
+	ures("cancel is forwarded", upCall{label: "u24", request: clientCall("book_demo_call", args, "", upRetry(`{"contact":{"action":"cancel"}}`, tok))}, ok("cancelled"))
+	r := ures("invalid email: the proxy asks again itself", upCall{label: "u25", request: clientCall("book_demo_call", args, "", upRetry(`{"contact":{"action":"accept","content":{"name":"Ann Lee","email":"ann-at-example"}}}`, tok))}, ok("input_required"))
+	tok2 := tokenOf(t, r)
+	ures("round 2 valid: forward with the upstream's state of round 1", upCall{label: "u26", request: clientCall("book_demo_call", args, "", upRetry(valid, tok2))}, ok("complete"))
+	ures("no answer: asked again", upCall{label: "u27", request: clientCall("book_demo_call", args, "", upRetry("", tok))}, ok("input_required"))
+	ures("inputResponses not an object", upCall{label: "u28", request: clientCall("book_demo_call", args, "", upRetry(`12345`, tok))}, fail(core.CodeResponsesMalformed))
+
+	tm := tokenOf(t, uask("seal two requests", "u30", call1, upstreamResult(`{"contact":`+contactForm+`,"confirm":`+confirmForm+`}`, "two"), "", ok("input_required")))
+	r = ures("one valid, one missing: the proxy asks the missing one", upCall{label: "u31", request: clientCall("book_demo_call", args, "", upRetry(valid, tm))}, ok("input_required"))
+	ures("forward carries the answer of the proxy's earlier round", upCall{label: "u32", request: clientCall("book_demo_call", args, "", upRetry(`{"confirm":{"action":"accept","content":{"ok":true}}}`, tokenOf(t, r)))}, ok("complete"))
+	uask("a further upstream round keeps the operation", "u33", call1, upstreamResult(`{"confirm":`+confirmForm+`}`, "round=2;name=Ann"), `,"after":{"operationId":"AAECAwQFBgcICQoLDA0ODw","round":1}`, ok("input_required"))
+	uask("a further upstream round past the limit", "u34", call1, upstreamResult(`{"confirm":`+confirmForm+`}`, "round=4"), `,"after":{"operationId":"AAECAwQFBgcICQoLDA0ODw","round":3}`, fail(core.CodeRoundsExceeded))
+
+	ures("the upstream's own state, forged by the client", upCall{label: "u40", request: clientCall("book_demo_call", args, "", upRetry(valid, "round=2;name=Mallory"))}, stateFail(core.ReasonMalformed))
+	mid := []byte(tok)
+	mid[len("v4.local.")+40] ^= 1
+	ures("state changed in the middle", upCall{label: "u41", request: clientCall("book_demo_call", args, "", upRetry(valid, string(mid)))}, stateFail(core.ReasonTampered))
+	ures("other principal", upCall{label: "u42", principal: "mallory", request: clientCall("book_demo_call", args, "", upRetry(valid, tok))}, stateFail(core.ReasonPrincipal))
+	ures("changed arguments", upCall{label: "u43", request: clientCall("book_demo_call", `{"topic":"refunds"}`, "", upRetry(valid, tok))}, stateFail(core.ReasonArguments))
+	ures("arguments re-spaced still open (RFC 8785)", upCall{label: "u44", request: clientCall("book_demo_call", `{ "topic": "pricing" }`, "", upRetry(valid, tok))}, ok("complete"))
+	ures("other tool", upCall{label: "u45", request: clientCall("delete_account", args, "", upRetry(valid, tok))}, stateFail(core.ReasonTarget))
+	ures("another upstream's proxy", upCall{label: "u46", upstream: "http://127.0.0.1:9001/mcp", request: clientCall("book_demo_call", args, "", upRetry(valid, tok))}, stateFail(core.ReasonUpstream))
+	ures("expired", upCall{label: "u47", nowMs: vecNowMs + 300_000, request: clientCall("book_demo_call", args, "", upRetry(valid, tok))}, stateFail(core.ReasonExpired))
+	served := tokenOf(t, v.req("a server's own ask", call{op: "ask", label: "u48", rest: askRest(`{"contact":` + contactForm + `}`)}.env(), ok("input_required")))
+	ures("a server's state does not open at a proxy", upCall{label: "u49", request: clientCall("book_demo_call", args, "", upRetry(valid, served))}, stateFail(core.ReasonUpstream))
+	v.req("a proxy's state does not open at a server", call{op: "resume", label: "u50", rest: resumeRest(tok, valid)}.env(), stateFail(core.ReasonUpstream))
+	ures("resources/read retry", upCall{label: "u51", request: `{"jsonrpc":"2.0","id":"r2","method":"resources/read","params":{"uri":"crm://accounts/42","_meta":{"io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}},"inputResponses":{"confirm":{"action":"accept","content":{"ok":true}}},"requestState":` + jsonString(tokRes) + `}}`}, ok("complete"))
+	ures("retry without requestState", upCall{label: "u52", request: call1}, fail(core.CodeRequestMalformed))
 	return v
 }
 

@@ -1,9 +1,11 @@
 // Command mrtr-wasm runs and reviews the mrtr-wasm guard: it serves the
-// demo MCP server with the guard in front of its tools, lints the input
+// demo MCP server with the guard in front of its tools, puts the guard in
+// front of an MCP server it did not write (proxy), lints the input
 // requests tools may send, tests, evaluates and builds the deployment's
 // policy, and makes keys.
 //
 //	mrtr-wasm serve [--addr HOST:PORT] [--keys FILE] [--oauth-issuer URL | --auth-tokens FILE] [--ledger URL] [--crm URL] [flags]
+//	mrtr-wasm proxy [--addr HOST:PORT] [--keys FILE] --upstream URL | -- CMD ARGS [flags]
 //	mrtr-wasm lint [--format text|json|sarif] [--policy DIR] [--data FILE] FILE...
 //	mrtr-wasm policy test [DIR]
 //	mrtr-wasm policy eval --input FILE [--policy DIR] [--data FILE] [--decision ask|resume]

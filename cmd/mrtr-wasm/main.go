@@ -29,6 +29,7 @@ type command struct {
 // with subcommands (policy) lists each of them instead of itself.
 var commands = []command{
 	{"serve", "[flags]", "run the MCP server with the guard and the demo tools", runServe},
+	{"proxy", "[flags] --upstream URL | -- CMD ARGS", "guard an MCP server you did not write", runProxy},
 	{"lint", "[flags] FILE...", "lint tool declarations, elicitation params or requestedSchemas", runLint},
 	{"policy", "", "", runPolicy},
 	{"keygen", "[-o FILE]", "make a new k4.local key (stdout, or FILE written 0600)", runKeygen},

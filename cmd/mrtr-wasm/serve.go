@@ -23,6 +23,7 @@ import (
 	"github.com/mrtr-wasm/mrtr-wasm/internal/crm"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/identity"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/server"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/telemetry"
 	"github.com/mrtr-wasm/mrtr-wasm/ledger"
 	"github.com/mrtr-wasm/mrtr-wasm/policy"
 )
@@ -37,8 +38,30 @@ http://ADDR/mcp (or stdio with --stdio), with /connect/, /healthz and
 Keys come from MRTR_KEYS or --keys FILE (` + "`mrtr-wasm keygen`" + ` makes one); with
 neither, an ephemeral key is generated and rounds do not survive a restart.
 
+Traces (OpenTelemetry, OTLP over HTTP) are off unless the standard
+variables turn them on: OTEL_EXPORTER_OTLP_ENDPOINT (or
+OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, or OTEL_TRACES_EXPORTER=otlp).
+
 flags:
 `
+
+// addSharedFlags registers the flags serve and proxy share (they mean the
+// same thing in both).
+func addSharedFlags(fs *flag.FlagSet, o *serveOptions) {
+	fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "HTTP listen address (the MCP endpoint is /mcp)")
+	fs.StringVar(&o.keysFile, "keys", "", "file of k4.local keys (the MRTR_KEYS format; mode 0600 or stricter); default: the MRTR_KEYS environment variable")
+	o.identity.Register(fs)
+	fs.StringVar(&o.policyDir, "policy", "", "policy directory (.rego files and data/); default: the shipped policies")
+	fs.StringVar(&o.policyData, "policy-data", "", "data file name in the policy's data/ (default: demo for serve, proxy for proxy)")
+	fs.StringVar(&o.ledger, "ledger", "memory:", "replay ledger: memory:, sqlite:/path/ledger.db or redis://host:6379/0")
+	fs.DurationVar(&o.stateTTL, "state-ttl", 5*time.Minute, "how long a requestState stays valid (the policy may narrow it)")
+	fs.StringVar(&o.engine, "engine", "wasm", "guard engine: wasm (guard.wasm through wazero) or native")
+	fs.StringVar(&o.logFormat, "log-format", "json", "log format: json or text (logs go to stderr)")
+	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	fs.DurationVar(&o.shutdown, "shutdown-timeout", 30*time.Second, "how long a shutdown waits for requests in flight")
+	fs.DurationVar(&o.sessionIdle, "session-idle", server.DefaultSessionIdle, "close a legacy (2025-era) client's session after this long without a request")
+	fs.IntVar(&o.maxSessions, "max-sessions", server.DefaultMaxSessions, "most live legacy sessions (a further initialize gets HTTP 503)")
+}
 
 // serveOptions are the parsed flags of serve.
 type serveOptions struct {
@@ -59,26 +82,14 @@ func parseServe(args []string, stderr io.Writer) (*serveOptions, error) {
 		fmt.Fprint(stderr, serveUsage)
 		fs.PrintDefaults()
 	}
-	fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "HTTP listen address (the MCP endpoint is /mcp)")
-	fs.StringVar(&o.publicURL, "public-url", "", "base URL browsers use to reach this server, for /connect links (default http://ADDR)")
-	fs.BoolVar(&o.stdio, "stdio", false, "serve MCP on stdin/stdout (the HTTP listener still serves /connect, /healthz, /metrics)")
-	fs.StringVar(&o.keysFile, "keys", "", "file of k4.local keys (the MRTR_KEYS format; mode 0600 or stricter); default: the MRTR_KEYS environment variable")
-	o.identity.Register(fs)
-	fs.StringVar(&o.policyDir, "policy", "", "policy directory (.rego files and data/); default: the shipped policies")
-	fs.StringVar(&o.policyData, "policy-data", "", "data file name in the policy's data/ (default demo)")
-	fs.StringVar(&o.ledger, "ledger", "memory:", "replay ledger: memory:, sqlite:/path/ledger.db or redis://host:6379/0")
+	addSharedFlags(fs, o)
 	fs.StringVar(&o.dataDir, "data", "mrtr-data", "data directory (the CRM's SQLite file, the wasm compilation cache); created on first run")
-	fs.StringVar(&o.cacheDir, "wasm-cache", "", "directory for wazero's compiled guard.wasm (default DATA/wasm-cache)")
 	fs.StringVar(&o.crm, "crm", "", "CRM database: sqlite:/path/crm.db, or postgres://USER@HOST:5432/DB?sslmode=disable for a CRM that several instances share (default sqlite:DATA/crm.db)")
-	fs.StringVar(&o.audience, "audience", "mrtr-wasm-demo", "audience bound into every requestState (instances sharing keys must share it)")
-	fs.DurationVar(&o.stateTTL, "state-ttl", 5*time.Minute, "how long a requestState stays valid (the policy may narrow it)")
-	fs.StringVar(&o.engine, "engine", "wasm", "guard engine: wasm (guard.wasm through wazero) or native")
-	fs.DurationVar(&o.sessionIdle, "session-idle", server.DefaultSessionIdle, "close a legacy (2025-era) client's session after this long without a request")
-	fs.IntVar(&o.maxSessions, "max-sessions", server.DefaultMaxSessions, "most live legacy sessions (a further initialize gets HTTP 503)")
 	fs.BoolVar(&o.conformance, "conformance", false, "also serve the fixture tools of the official conformance suite")
-	fs.StringVar(&o.logFormat, "log-format", "json", "log format: json or text (logs go to stderr)")
-	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
-	fs.DurationVar(&o.shutdown, "shutdown-timeout", 30*time.Second, "how long a shutdown waits for requests in flight")
+	fs.StringVar(&o.cacheDir, "wasm-cache", "", "directory for wazero's compiled guard.wasm (default DATA/wasm-cache)")
+	fs.StringVar(&o.audience, "audience", "mrtr-wasm-demo", "audience bound into every requestState (instances sharing keys must share it)")
+	fs.BoolVar(&o.stdio, "stdio", false, "serve MCP on stdin/stdout (the HTTP listener still serves /connect, /healthz, /metrics)")
+	fs.StringVar(&o.publicURL, "public-url", "", "base URL browsers use to reach this server, for /connect links (default http://ADDR)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -215,6 +226,12 @@ func runServer(ctx context.Context, o *serveOptions, stdin io.Reader, stdout, st
 	})
 	defer stopReload()
 
+	tel, err := telemetry.Setup(ctx, "mrtr-wasm", version())
+	if err != nil {
+		return fmt.Errorf("OpenTelemetry: %w", err)
+	}
+	defer shutdownTelemetry(tel, log)
+
 	engine := host.EngineWasm
 	if o.engine == "native" {
 		engine = host.EngineNative
@@ -225,7 +242,7 @@ func runServer(ctx context.Context, o *serveOptions, stdin io.Reader, stdout, st
 		host.WithCompilationCache(o.cacheDir),
 	}
 	base = append(base, testGuardOptions...)
-	guard, err := host.New(ctx, append(base, host.WithPolicy(pol))...)
+	guard, err := host.New(ctx, append(base, host.WithPolicy(server.TracePolicy(pol, tel)))...)
 	if err != nil {
 		return err
 	}
@@ -252,6 +269,7 @@ func runServer(ctx context.Context, o *serveOptions, stdin io.Reader, stdout, st
 	}
 	cfg := server.Config{
 		Guard: guard, CRM: store, Auth: authn, PublicURL: publicURL, Logger: log, Version: version(),
+		Telemetry:   tel,
 		SessionIdle: o.sessionIdle, MaxSessions: o.maxSessions,
 	}
 	if o.conformance {
@@ -263,7 +281,9 @@ func runServer(ctx context.Context, o *serveOptions, stdin io.Reader, stdout, st
 			return err
 		}
 		defer fg.Close(context.Background())
-		cfg.Fixtures = func(s *mcp.Server, m *server.Metrics, log *slog.Logger) { conformance.Register(s, fg, m, log) }
+		cfg.Fixtures = func(s *mcp.Server, m *server.Metrics, log *slog.Logger) {
+			conformance.Register(s, server.TraceGuard(fg, tel), m, log)
+		}
 		cfg.Options = func(o *mcp.ServerOptions) { o.CompletionHandler = conformance.Complete }
 		cfg.SSE = true
 	}
@@ -274,7 +294,7 @@ func runServer(ctx context.Context, o *serveOptions, stdin io.Reader, stdout, st
 	log.Info("mrtr-wasm serve starting",
 		"keys", len(guard.KeyIDs()), "key_ids", strings.Join(guard.KeyIDs(), ","),
 		"engine", engine.String(), "crm", store.Where, "ledger", ledgerKind(o.ledger),
-		"policy", pol.Info().Revision, "auth", authKind(authn), "conformance", o.conformance)
+		"policy", pol.Info().Revision, "auth", authKind(authn), "conformance", o.conformance, "tracing", tel.Enabled())
 
 	var hs *http.Server
 	httpDone := make(chan error, 1)
@@ -321,6 +341,15 @@ func runServer(ctx context.Context, o *serveOptions, stdin io.Reader, stdout, st
 	}
 	log.Info("stopped")
 	return runErr
+}
+
+// shutdownTelemetry exports the spans still buffered, within a bound.
+func shutdownTelemetry(tel *telemetry.Telemetry, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := tel.Shutdown(ctx); err != nil {
+		log.Warn("OpenTelemetry: spans not exported at shutdown", "error", err.Error())
+	}
 }
 
 // crmOpenTimeout bounds connecting to the CRM and migrating its schema at

@@ -48,12 +48,20 @@ func (g *Guard) beginCall(root int32, c *callCtx, needRand bool) *Error {
 }
 
 func (g *Guard) askOp(root int32) *Error {
-	p := &g.p
 	var c callCtx
 	if err := g.beginCall(root, &c, true); err != nil {
 		return err
 	}
-	reqs := p.get(root, "inputRequests")
+	return g.ask(root, &c, g.p.get(root, "inputRequests"), "", true)
+}
+
+// ask lints and checks the input requests reqs (a node of the envelope),
+// reads the round's options from root and seals; ups is an upstream's own
+// requestState to seal with it (upstream.ask), progress whether root may
+// carry the application's progress bytes.
+func (g *Guard) ask(root int32, cp *callCtx, reqs int32, ups string, progress bool) *Error {
+	p := &g.p
+	c := *cp
 	if reqs >= 0 && p.kindOf(reqs) != jObject {
 		return newError(CodeRequestMalformed, "\"inputRequests\" must be an object keyed by the server's names")
 	}
@@ -105,7 +113,7 @@ func (g *Guard) askOp(root int32) *Error {
 	if err != nil {
 		return err
 	}
-	if pn := p.get(root, "progress"); pn >= 0 && p.kindOf(pn) != jNull {
+	if pn := p.get(root, "progress"); progress && pn >= 0 && p.kindOf(pn) != jNull {
 		s, ok := p.string(pn)
 		if !ok || len(s) > b64.EncodedLen(maxProgressLen) {
 			return newError(CodeRequestMalformed, "\"progress\" must be at most "+itoa(maxProgressLen)+" bytes, base64url without padding")
@@ -136,6 +144,7 @@ func (g *Guard) askOp(root int32) *Error {
 		return newError(CodeRoundsExceeded, "this request already used its "+itoa(int(maxRounds))+" rounds")
 	}
 	st.ans = ans
+	st.ups = ups
 	return g.emitInputRequired(&c, &st, list)
 }
 

@@ -52,6 +52,9 @@ const (
 	CodeStateInvalid       = "mrtr.state.invalid"
 	CodeResponsesMalformed = "mrtr.responses.malformed"
 	CodeRoundsExceeded     = "mrtr.rounds.exceeded"
+
+	// A proxy's upstream (upstream.ask).
+	CodeUpstreamResult = "mrtr.upstream.invalid_result"
 )
 
 // Internal reasons for CodeStateInvalid. Clients always see the same
@@ -69,6 +72,9 @@ const (
 	ReasonArguments   = "arguments"
 	ReasonAudience    = "audience"
 	ReasonVersion     = "version"
+	// ReasonUpstream: a proxy's state presented at a proxy for another
+	// upstream, or a server's state presented at a proxy (and back).
+	ReasonUpstream = "upstream"
 )
 
 // StateInvalidMessage is the one client-facing text for every rejected

@@ -342,12 +342,12 @@ var allCodes = []string{
 	CodeFormLegacyEnum, CodeFormSchemaDialect, CodeMissingMessage, CodeUnknownParam, CodeURLInvalid,
 	CodeURLNotHTTPS, CodeURLCredentials, CodeURLPersonalData, CodeInputUnknownMethod, CodeInputInvalidParams,
 	CodeInputKey, CodeInputDeprecated, CodeMethodNotAllowed, CodeCapabilityMissing, CodeStateInvalid,
-	CodeResponsesMalformed, CodeRoundsExceeded,
+	CodeResponsesMalformed, CodeRoundsExceeded, CodeUpstreamResult,
 }
 
 var allReasons = []string{
 	ReasonMalformed, ReasonOversize, ReasonUnknownKey, ReasonTampered, ReasonExpired, ReasonNotYetValid,
-	ReasonPrincipal, ReasonMethod, ReasonTarget, ReasonArguments, ReasonAudience, ReasonVersion,
+	ReasonPrincipal, ReasonMethod, ReasonTarget, ReasonArguments, ReasonAudience, ReasonVersion, ReasonUpstream,
 }
 
 func TestErrorCodesDocumented(t *testing.T) {

@@ -145,6 +145,10 @@ func (g *Guard) Call(in []byte) (out []byte) {
 		err = g.resumeOp(root)
 	case "open":
 		err = g.openOp(root)
+	case "upstream.ask":
+		err = g.upstreamAskOp(root)
+	case "upstream.resume":
+		err = g.upstreamResumeOp(root)
 	case "policy.input":
 		err = g.policyInputOp(root)
 	case "paseto.seal":

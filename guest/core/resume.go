@@ -22,6 +22,16 @@ func (g *Guard) resumeOp(root int32) *Error {
 	if !ok || token == "" {
 		return newError(CodeRequestMalformed, "resume needs the \"requestState\" the client echoed")
 	}
+	return g.resume(root, &c, token, p.get(root, "inputResponses"), nil)
+}
+
+// resume opens token, checks the responses resp (a node of the envelope,
+// or -1) against it and writes the outcome. up is set for upstream.resume:
+// accepted answers are kept as the client sent them, and an outcome that
+// ends the proxy's part carries the message to forward.
+func (g *Guard) resume(root int32, cp *callCtx, token string, resp int32, up *upstreamMsg) *Error {
+	p := &g.p
+	c := *cp
 	maxRounds, err := optInt(p, root, "maxRounds", int64(g.maxRounds), 1, MaxRoundsLimit)
 	if err != nil {
 		return err
@@ -30,7 +40,6 @@ func (g *Guard) resumeOp(root int32) *Error {
 	if err != nil {
 		return err
 	}
-	resp := p.get(root, "inputResponses")
 	switch p.kindOf(resp) {
 	case jNull:
 		resp = -1
@@ -87,7 +96,11 @@ func (g *Guard) resumeOp(root int32) *Error {
 			if mode, _ := sp.string(sp.get(params, "mode")); mode == "url" {
 				// Consent to open the page; whether the out-of-band step
 				// finished is for the application to check.
-				accepted = append(accepted, answer{key, []byte(`{"action":"accept"}`)})
+				if up != nil {
+					accepted = append(accepted, answer{key, p.appendCompact(nil, r)})
+				} else {
+					accepted = append(accepted, answer{key, []byte(`{"action":"accept"}`)})
+				}
 				continue
 			}
 			schema := sp.get(params, "requestedSchema")
@@ -101,7 +114,12 @@ func (g *Guard) resumeOp(root int32) *Error {
 				return err
 			}
 			if len(fc.problems) == 0 {
-				accepted = append(accepted, answer{key, append(fc.content, '}')})
+				if up != nil {
+					// The upstream gets the answer as the client sent it.
+					accepted = append(accepted, answer{key, p.appendCompact(nil, r)})
+				} else {
+					accepted = append(accepted, answer{key, append(fc.content, '}')})
+				}
 				continue
 			}
 			pr := g.reaskForm(key, sp, m.val, e, &fc)
@@ -127,9 +145,11 @@ func (g *Guard) resumeOp(root int32) *Error {
 	switch {
 	case len(declined) > 0:
 		g.emitEnd("declined", st, "declined", declined)
+		g.endForward(up, st)
 		return nil
 	case len(cancelled) > 0:
 		g.emitEnd("cancelled", st, "cancelled", cancelled)
+		g.endForward(up, st)
 		return nil
 	case len(reasks) == 0:
 		g.begin()
@@ -152,6 +172,7 @@ func (g *Guard) resumeOp(root int32) *Error {
 			g.out = appendString(g.out, st.app)
 		}
 		g.end()
+		g.endForward(up, st)
 		return nil
 	}
 	if st.round >= int(maxRounds) {
@@ -168,7 +189,7 @@ func (g *Guard) resumeOp(root int32) *Error {
 	if err := g.checkCapabilities(&c, reasks); err != nil {
 		return err
 	}
-	out := stateOut{op: st.op, round: st.round + 1, ttl: ttl, app: st.app}
+	out := stateOut{op: st.op, round: st.round + 1, ttl: ttl, app: st.app, ups: st.ups}
 	if st.ans >= 0 || len(accepted) > 0 {
 		out.ans = g.appendAnswers(nil, st, accepted)
 	}

@@ -17,11 +17,21 @@ type callCtx struct {
 	target    string
 	args      [32]byte // SHA-256 of the RFC 8785 form of the arguments
 	argsB64   string
-	caps      int32 // ClientCapabilities node in the envelope, or -1
+	caps      int32  // ClientCapabilities node in the envelope, or -1
+	up        string // the upstream's identity (upstream.* ops), else ""
 }
 
 // readCall reads the bindings, clock and entropy of an ask or resume.
 func (g *Guard) readCall(root int32, c *callCtx, needRand bool) *Error {
+	if err := g.readClock(root, c, needRand); err != nil {
+		return err
+	}
+	p := &g.p
+	return g.readBindings(c, p.get(root, "principal"), p.get(root, "method"), p.get(root, "target"), p.get(root, "arguments"), p.get(root, "capabilities"))
+}
+
+// readClock reads "now" and, when needed, "rand".
+func (g *Guard) readClock(root int32, c *callCtx, needRand bool) *Error {
 	p := &g.p
 	ms, ok := p.int(p.get(root, "now"))
 	if !ok || ms <= 0 || ms > maxNowMs {
@@ -40,19 +50,26 @@ func (g *Guard) readCall(root int32, c *callCtx, needRand bool) *Error {
 			return newError(CodeRequestNoEntropy, "\"rand\" is not valid base64url")
 		}
 	}
-	if c.principal, ok = p.string(p.get(root, "principal")); !ok || c.principal == "" || len(c.principal) > maxPrincipalLen {
+	return nil
+}
+
+// readBindings reads what a state is bound to from the given nodes (of
+// the envelope, or of the client's request for the upstream.* ops).
+func (g *Guard) readBindings(c *callCtx, principal, method, target, args, caps int32) *Error {
+	p := &g.p
+	var ok bool
+	if c.principal, ok = p.string(principal); !ok || c.principal == "" || len(c.principal) > maxPrincipalLen {
 		return newError(CodeRequestMalformed, "request needs \"principal\": the authenticated caller, a non-empty string")
 	}
-	c.method, _ = p.string(p.get(root, "method"))
+	c.method, _ = p.string(method)
 	switch c.method {
 	case "tools/call", "prompts/get", "resources/read":
 	default:
 		return newError(CodeMethodNotAllowed, "input_required is allowed only for tools/call, prompts/get and resources/read, not "+quote(c.method))
 	}
-	if c.target, ok = p.string(p.get(root, "target")); !ok || c.target == "" {
+	if c.target, ok = p.string(target); !ok || c.target == "" {
 		return newError(CodeRequestMalformed, "request needs \"target\": the tool or prompt name, or the resource URI")
 	}
-	args := p.get(root, "arguments")
 	canon := g.buf[:0]
 	if args < 0 || p.kindOf(args) == jNull {
 		canon = append(canon, "{}"...)
@@ -65,7 +82,7 @@ func (g *Guard) readCall(root int32, c *callCtx, needRand bool) *Error {
 	g.buf = canon
 	c.args = sha256.Sum256(canon)
 	c.argsB64 = b64.EncodeToString(c.args[:])
-	c.caps = p.get(root, "capabilities")
+	c.caps = caps
 	if c.caps >= 0 && p.kindOf(c.caps) != jObject && p.kindOf(c.caps) != jNull {
 		return newError(CodeRequestMalformed, "\"capabilities\" must be the request's ClientCapabilities object")
 	}
@@ -77,10 +94,10 @@ func (g *Guard) readCall(root int32, c *callCtx, needRand bool) *Error {
 // sent, so a state presented by another principal, for another method,
 // target, arguments or audience fails to open.
 func (g *Guard) appendImplicit(dst []byte, c *callCtx) []byte {
-	return appendImplicitOf(dst, g.audience, c.principal, c.method, c.target, c.argsB64)
+	return appendImplicitOf(dst, g.audience, c.principal, c.method, c.target, c.argsB64, c.up)
 }
 
-func appendImplicitOf(dst []byte, aud, principal, method, target, argsB64 string) []byte {
+func appendImplicitOf(dst []byte, aud, principal, method, target, argsB64, up string) []byte {
 	dst = append(dst, `{"args":`...)
 	dst = appendString(dst, argsB64)
 	dst = append(dst, `,"aud":`...)
@@ -91,6 +108,12 @@ func appendImplicitOf(dst []byte, aud, principal, method, target, argsB64 string
 	dst = appendString(dst, principal)
 	dst = append(dst, `,"target":`...)
 	dst = appendString(dst, target)
+	if up != "" {
+		// Only a proxy's states carry it, so a server's state never opens
+		// at a proxy, nor a proxy's at another upstream's proxy.
+		dst = append(dst, `,"up":`...)
+		dst = appendString(dst, up)
+	}
 	return append(dst, '}')
 }
 
@@ -102,6 +125,7 @@ type stateOut struct {
 	pend  []byte // JSON object: key -> {method, params[, base]}
 	ans   []byte // JSON object: key -> accepted answer, or nil
 	app   string // base64url progress bytes of the application
+	ups   string // the upstream's own requestState (upstream.* ops), or ""
 }
 
 // seal builds the payload and appends the token to dst.
@@ -135,6 +159,14 @@ func (g *Guard) seal(dst []byte, c *callCtx, s *stateOut) []byte {
 		pl = append(pl, `,"app":`...)
 		pl = appendString(pl, s.app)
 	}
+	if c.up != "" {
+		pl = append(pl, `,"up":`...)
+		pl = appendString(pl, c.up)
+	}
+	if s.ups != "" {
+		pl = append(pl, `,"ups":`...)
+		pl = appendString(pl, s.ups)
+	}
 	pl = append(pl, '}')
 	g.buf = pl
 	k := &g.keys[0]
@@ -153,6 +185,7 @@ type stateIn struct {
 	pend     int32
 	ans      int32
 	app      string
+	ups      string // the upstream's requestState, for a proxy's state
 }
 
 // open verifies a requestState against the call's bindings. Every failure
@@ -231,8 +264,8 @@ func (g *Guard) diagnose(c *callCtx, key *keyEntry, tb, footer []byte) string {
 		return ReasonTampered
 	}
 	field := func(k string) string { s, _ := sp.string(sp.get(root, k)); return s }
-	aud, sub, method, target, args := field("aud"), field("sub"), field("method"), field("target"), field("args")
-	implicit := appendImplicitOf(nil, aud, sub, method, target, args)
+	aud, sub, method, target, args, up := field("aud"), field("sub"), field("method"), field("target"), field("args"), field("up")
+	implicit := appendImplicitOf(nil, aud, sub, method, target, args, up)
 	// Not into pt: the strings above may alias it.
 	if _, err := v4LocalOpen(nil, &key.key, tb, footer, implicit); err != nil {
 		return ReasonTampered
@@ -248,6 +281,8 @@ func (g *Guard) diagnose(c *callCtx, key *keyEntry, tb, footer []byte) string {
 		return ReasonTarget
 	case args != c.argsB64:
 		return ReasonArguments
+	case up != c.up:
+		return ReasonUpstream
 	}
 	return ReasonTampered
 }
@@ -274,6 +309,7 @@ func (g *Guard) readPayload(pt []byte) (*stateIn, *Error) {
 	rnd, ok4 := sp.int(sp.get(root, "rnd"))
 	st.round = int(rnd)
 	st.app, _ = sp.string(sp.get(root, "app"))
+	st.ups, _ = sp.string(sp.get(root, "ups"))
 	if !ok1 || !ok2 || !ok3 || !ok4 || sp.kindOf(st.pend) != jObject || (st.ans >= 0 && sp.kindOf(st.ans) != jObject) {
 		return nil, stateError(ReasonMalformed)
 	}

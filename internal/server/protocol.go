@@ -24,77 +24,29 @@ package server
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
-	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mrtr-wasm/mrtr-wasm/internal/mcphttp"
 )
 
-// Spec error codes used here.
+// Spec error codes, and the checks serve shares with proxy
+// (internal/mcphttp).
 const (
-	CodeHeaderMismatch             = -32020
-	CodeUnsupportedProtocolVersion = -32022
+	CodeHeaderMismatch             = mcphttp.CodeHeaderMismatch
+	CodeUnsupportedProtocolVersion = mcphttp.CodeUnsupportedProtocolVersion
 )
 
-const (
-	metaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
-	metaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
+var (
+	checkMeta     = mcphttp.CheckMeta
+	decodeHeader  = mcphttp.DecodeHeader
+	writeRPCError = mcphttp.WriteRPCError
 )
-
-// checkMeta returns the -32602 error for a request without the required
-// _meta, or nil. Notifications and initialize pass.
-func checkMeta(method string, isCall bool, meta map[string]json.RawMessage) *jsonrpc.Error {
-	if !isCall || method == "initialize" {
-		return nil
-	}
-	v, ok := meta[metaProtocolVersion]
-	var s string
-	if !ok || json.Unmarshal(v, &s) != nil || s == "" {
-		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: `missing required _meta field "` + metaProtocolVersion + `"`}
-	}
-	c, ok := meta[metaClientCapabilities]
-	if !ok || len(bytes.TrimSpace(c)) == 0 || bytes.TrimSpace(c)[0] != '{' {
-		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: `missing required _meta field "` + metaClientCapabilities + `" (an object)`}
-	}
-	return nil
-}
-
-// decodeHeader decodes the =?base64?…?= form; ok is false when it is
-// malformed.
-func decodeHeader(v string) (string, bool) {
-	inner, ok := strings.CutPrefix(v, "=?base64?")
-	if !ok {
-		return v, true
-	}
-	inner, ok = strings.CutSuffix(inner, "?=")
-	if !ok {
-		return "", false
-	}
-	b, err := base64.StdEncoding.DecodeString(inner)
-	if err != nil {
-		return "", false
-	}
-	return string(b), true
-}
-
-func writeRPCError(w http.ResponseWriter, status int, id json.RawMessage, e *jsonrpc.Error) {
-	if len(id) == 0 {
-		id = json.RawMessage("null")
-	}
-	body, _ := json.Marshal(struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Error   *jsonrpc.Error  `json:"error"`
-	}{"2.0", id, e})
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(body)
-}
 
 // CheckRequests wraps the SDK's HTTP handler with the checks above and
 // the 1 MiB body limit (HTTP 413 beyond it). The body is read first, so

@@ -24,6 +24,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/mcphttp"
 )
 
 // rawCall is what one request carried, as sent.
@@ -106,7 +107,7 @@ func scanParams(params []byte) (*rawCall, error) {
 		if err := sc.members(meta, "params._meta", func(k string, v []byte) { rc.meta[k] = v }); err != nil {
 			return nil, err
 		}
-		rc.capabilities = rc.meta[metaClientCapabilities]
+		rc.capabilities = rc.meta[mcphttp.MetaClientCapabilities]
 	}
 	return rc, nil
 }

@@ -17,13 +17,15 @@ import (
 	"github.com/mrtr-wasm/mrtr-wasm/host"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/crm"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/identity"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/mcphttp"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/telemetry"
 )
 
 // ProtocolVersion is the only MCP revision this server speaks.
-const ProtocolVersion = "2026-07-28"
+const ProtocolVersion = mcphttp.ProtocolVersion
 
 // MaxBody bounds every request body on /mcp.
-const MaxBody = 1 << 20
+const MaxBody = mcphttp.MaxBody
 
 // Anonymous is every caller's principal when there is no authentication.
 const Anonymous = identity.Anonymous
@@ -64,6 +66,8 @@ type Config struct {
 	// ConnectTTL bounds how long a /connect link stays usable (default 15 min).
 	ConnectTTL time.Duration
 	Version    string
+	// Telemetry traces each request and guard step (nil: off).
+	Telemetry *telemetry.Telemetry
 	// SessionIdle closes a legacy (2025-era) session after this long
 	// without a request (default 10 min); MaxSessions caps live legacy
 	// sessions (default 1000; beyond it initialize gets HTTP 503).
@@ -106,7 +110,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	m := NewMetrics(cfg.Registry)
 	s := &Server{cfg: cfg, metrics: m, log: cfg.Logger}
-	s.guard = Instrument(cfg.Guard, m)
+	s.guard = Instrument(TraceGuard(cfg.Guard, cfg.Telemetry), m)
 	impl := &mcp.Implementation{Name: "mrtr-wasm", Title: "mrtr-wasm demo CRM", Version: cfg.Version}
 	const instructions = "A demo CRM. book_demo_call books a demo call (it asks for a name, a work email and a slot); list_bookings lists your bookings; connect_calendar connects an outside calendar through a page of this server."
 	opts := &mcp.ServerOptions{
@@ -123,6 +127,10 @@ func New(cfg Config) (*Server, error) {
 		SupportedProtocolVersions: LegacyProtocolVersions,
 		Logger:                    sdkLogger(cfg.Logger),
 	})
+	if cfg.Telemetry.Enabled() {
+		s.mcp.AddReceivingMiddleware(ServerSpans(cfg.Telemetry))
+		s.legacy.AddReceivingMiddleware(ServerSpans(cfg.Telemetry))
+	}
 	s.addDemoTools()
 	if cfg.Fixtures != nil {
 		cfg.Fixtures(s.mcp, m, cfg.Logger)

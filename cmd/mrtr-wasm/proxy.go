@@ -1,0 +1,290 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/mrtr-wasm/mrtr-wasm/host"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/proxy"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/identity"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/upstream"
+	"github.com/mrtr-wasm/mrtr-wasm/ledger"
+	"github.com/mrtr-wasm/mrtr-wasm/policy"
+)
+
+const proxyUsage = `usage: mrtr-wasm proxy [flags] --upstream URL
+       mrtr-wasm proxy [flags] -- CMD ARGS...          (the upstream is a stdio child)
+       mrtr-wasm proxy --stdio [flags] -- CMD ARGS...  (a local client runs the proxy on stdio)
+
+Puts the guard in front of an MCP server you did not write. Downstream it
+is an MCP 2026-07-28 server at http://ADDR/mcp (with /healthz and
+/metrics); everything passes through as is, except input rounds: the
+upstream's forms are linted and policed, its requestState is sealed into
+the guard's own, answers are checked (and asked again by the proxy), and
+each round reaches the upstream at most once.
+
+Keys come from MRTR_KEYS or --keys FILE, as for serve. Without --policy the
+default allows any form field that does not ask for a secret.
+
+flags:
+`
+
+// multiFlag is a repeatable string flag.
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ", ") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+
+type proxyOptions struct {
+	serveOptions
+	upstreamURL      string
+	upstreamHeaders  multiFlag
+	upstreamEnv      multiFlag
+	upstreamEnvPass  multiFlag
+	upstreamTimeout  time.Duration
+	upstreamMaxBody  int64
+	forwardPrincipal string
+	passToken        bool
+	command          []string
+}
+
+func parseProxy(args []string, stderr io.Writer) (*proxyOptions, error) {
+	o := &proxyOptions{}
+	fs := flag.NewFlagSet("proxy", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, proxyUsage)
+		fs.PrintDefaults()
+	}
+	addSharedFlags(fs, &o.serveOptions)
+	fs.StringVar(&o.audience, "audience", "mrtr-wasm-proxy", "audience bound into every requestState (proxies sharing keys and a ledger must share it)")
+	fs.StringVar(&o.publicURL, "public-url", "", "the URL clients reach this proxy at (logged; default http://ADDR)")
+	fs.BoolVar(&o.stdio, "stdio", false, "serve MCP on stdin/stdout for a local client (the upstream is then the stdio child after --)")
+	fs.StringVar(&o.cacheDir, "wasm-cache", "", "directory for wazero's compiled guard.wasm (default: none)")
+	fs.StringVar(&o.upstreamURL, "upstream", "", "the upstream's Streamable HTTP endpoint, e.g. http://127.0.0.1:9000/mcp")
+	fs.Var(&o.upstreamHeaders, "upstream-header", "\"Name: value\" sent to an HTTP upstream with every call (repeatable; never logged)")
+	fs.DurationVar(&o.upstreamTimeout, "upstream-timeout", 60*time.Second, "bound on one upstream call, streamed messages included")
+	fs.Int64Var(&o.upstreamMaxBody, "upstream-max-body", 8<<20, "largest upstream answer (or stream event) in bytes")
+	fs.BoolVar(&o.passToken, "upstream-pass-token", false, "send the client's own bearer token to an HTTP upstream (off: the upstream never sees it; its audience is this proxy, so the upstream must accept that)")
+	fs.StringVar(&o.forwardPrincipal, "forward-principal", "", "header that carries the authenticated principal to an HTTP upstream (opt-in; the client's own token is never forwarded)")
+	fs.Var(&o.upstreamEnv, "upstream-env", "NAME=VALUE for a stdio child's environment (repeatable; the child gets a clean environment)")
+	fs.Var(&o.upstreamEnvPass, "upstream-env-pass", "NAME of the proxy's environment passed to a stdio child (repeatable)")
+	rest, err := parseFlags(fs, args)
+	if err != nil {
+		return nil, err
+	}
+	o.command = rest
+	switch {
+	case o.upstreamURL != "" && len(o.command) > 0:
+		return nil, errors.New("give either --upstream URL or -- CMD ARGS, not both")
+	case o.upstreamURL == "" && len(o.command) == 0:
+		return nil, errors.New("no upstream: give --upstream URL or -- CMD ARGS")
+	case o.stdio && len(o.command) == 0:
+		return nil, errors.New("--stdio needs the upstream as a stdio child: -- CMD ARGS")
+	}
+	if o.engine != "wasm" && o.engine != "native" {
+		return nil, fmt.Errorf("--engine must be wasm or native")
+	}
+	if o.policyData == "" && o.policyDir == "" {
+		o.policyData = "proxy"
+	}
+	return o, nil
+}
+
+// parseHeaders reads --upstream-header values. Errors never quote a value.
+func parseHeaders(list []string) (http.Header, error) {
+	h := http.Header{}
+	for i, v := range list {
+		name, val, ok := strings.Cut(v, ":")
+		name = strings.TrimSpace(name)
+		if !ok || name == "" || strings.ContainsAny(name, " \t\r\n") || strings.ContainsAny(val, "\r\n") {
+			return nil, fmt.Errorf("--upstream-header number %d is not \"Name: value\"", i+1)
+		}
+		switch strings.ToLower(name) {
+		case "content-type", "accept", "content-length", "host", "mcp-method", "mcp-name", "mcp-protocol-version":
+			return nil, fmt.Errorf("--upstream-header number %d sets %s, which the proxy sets itself", i+1, name)
+		}
+		h.Add(name, strings.TrimSpace(val))
+	}
+	return h, nil
+}
+
+func runProxy(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return proxyMain(ctx, args, os.Stdin, stdout, stderr, nil)
+}
+
+// proxyMain runs the proxy until ctx ends; ready gets the HTTP address.
+func proxyMain(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, ready func(addr string)) int {
+	o, err := parseProxy(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "mrtr-wasm proxy:", err)
+		return exitUsage
+	}
+	log, err := newLogger(stderr, o.logFormat, o.logLevel)
+	if err != nil {
+		fmt.Fprintln(stderr, "mrtr-wasm proxy:", err)
+		return exitUsage
+	}
+	if err := runProxyServer(ctx, o, stdin, stdout, stderr, log, ready); err != nil {
+		var ue usageError
+		if errors.As(err, &ue) {
+			fmt.Fprintln(stderr, "mrtr-wasm proxy:", err)
+			return exitUsage
+		}
+		log.Error("proxy failed", "error", err.Error())
+		fmt.Fprintln(stderr, "mrtr-wasm proxy:", err)
+		return 1
+	}
+	return exitOK
+}
+
+type usageError struct{ error }
+
+func openUpstream(ctx context.Context, o *proxyOptions, log *slog.Logger) (upstream.Upstream, error) {
+	if o.upstreamURL != "" {
+		h, err := parseHeaders(o.upstreamHeaders)
+		if err != nil {
+			return nil, usageError{err}
+		}
+		u, err := upstream.NewHTTP(upstream.HTTPOptions{URL: o.upstreamURL, Header: h, Timeout: o.upstreamTimeout, MaxBody: o.upstreamMaxBody})
+		if err != nil {
+			return nil, usageError{err}
+		}
+		return u, nil
+	}
+	return openStdioUpstream(ctx, o, log)
+}
+
+func runProxyServer(ctx context.Context, o *proxyOptions, stdin io.Reader, stdout, stderr io.Writer, log *slog.Logger, ready func(string)) error {
+	keys, err := loadKeys(&o.serveOptions, stderr, log)
+	if err != nil {
+		return err
+	}
+	led, err := ledger.Open(ctx, o.ledger)
+	if err != nil {
+		return fmt.Errorf("--ledger: %w", err)
+	}
+	defer led.Close()
+	var popts []policy.Option
+	if o.policyData != "" {
+		popts = append(popts, policy.WithData(o.policyData))
+	}
+	var pol *policy.Engine
+	if o.policyDir != "" {
+		pol, err = policy.Load(ctx, o.policyDir, popts...)
+	} else {
+		pol, err = policy.Default(ctx, popts...)
+	}
+	if err != nil {
+		return fmt.Errorf("--policy: %w", err)
+	}
+	stopReload := pol.ReloadOnSIGHUP(ctx, func(err error) {
+		if err != nil {
+			log.Error("policy reload failed; the previous policy stays", "error", err.Error())
+		} else {
+			log.Info("policy reloaded", "revision", pol.Info().Revision)
+		}
+	})
+	defer stopReload()
+	engine := host.EngineWasm
+	if o.engine == "native" {
+		engine = host.EngineNative
+	}
+	gopts := []host.Option{
+		host.WithKeys(keys), host.WithAudience(o.audience), host.WithTTL(o.stateTTL),
+		host.WithLedger(led), host.WithEngine(engine), host.WithPolicy(pol),
+		// An upstream's own requestState travels inside ours.
+		host.WithMaxStateBytes(64 << 10),
+	}
+	if o.cacheDir != "" {
+		gopts = append(gopts, host.WithCompilationCache(o.cacheDir))
+	}
+	gopts = append(gopts, testGuardOptions...)
+	guard, err := host.New(ctx, gopts...)
+	if err != nil {
+		return err
+	}
+	defer guard.Close(context.Background())
+
+	up, err := openUpstream(ctx, o, log)
+	if err != nil {
+		return err
+	}
+	defer up.Close()
+	ln, lerr := net.Listen("tcp", o.addr)
+	if lerr != nil && !o.stdio {
+		return fmt.Errorf("--addr: %w", lerr)
+	}
+	publicURL := o.publicURL
+	if publicURL == "" && ln != nil {
+		publicURL = "http://" + browserAddr(ln.Addr().String())
+	}
+	authn, err := o.identity.Build(ctx, identity.Options{PublicURL: publicURL, Logger: log})
+	if err != nil {
+		return err
+	}
+	if authn == nil && !o.stdio {
+		log.Warn("no --oauth-issuer or --auth-tokens: every caller is the principal \"anonymous\" and nobody can be told apart")
+	}
+	px, err := proxy.New(proxy.Config{Guard: guard, Upstream: up, Auth: authn, PassToken: o.passToken, ForwardPrincipal: o.forwardPrincipal,
+		Logger: log})
+	if err != nil {
+		return err
+	}
+	log.Info("mrtr-wasm proxy starting", "upstream", up.ID(), "keys", len(guard.KeyIDs()), "key_ids", strings.Join(guard.KeyIDs(), ","),
+		"engine", engine.String(), "ledger", ledgerKind(o.ledger), "policy", pol.Info().Revision, "auth", authKind(authn))
+
+	var hs *http.Server
+	httpDone := make(chan error, 1)
+	if ln != nil {
+		hs = &http.Server{
+			Handler:           px.Handler(),
+			ReadHeaderTimeout: 10 * time.Second,
+			IdleTimeout:       120 * time.Second,
+			MaxHeaderBytes:    64 << 10,
+			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		}
+		go func() { httpDone <- hs.Serve(ln) }()
+		log.Info("listening", "mcp", "http://"+ln.Addr().String()+"/mcp", "public_url", publicURL)
+		if ready != nil {
+			ready(ln.Addr().String())
+		}
+	}
+	var runErr error
+	if o.stdio {
+		runErr = px.ServeStdio(ctx, stdin, stdout)
+	} else {
+		select {
+		case <-ctx.Done():
+		case runErr = <-httpDone:
+		}
+	}
+	if hs != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), o.shutdown)
+		defer cancel()
+		if err := hs.Shutdown(sctx); err != nil {
+			log.Error("shutdown did not finish in time", "error", err.Error())
+		}
+	}
+	if errors.Is(runErr, http.ErrServerClosed) {
+		runErr = nil
+	}
+	log.Info("stopped")
+	return runErr
+}

@@ -1,0 +1,191 @@
+package core
+
+// The upstream.* ops serve a proxy in front of an MCP server it did not
+// write (`mrtr-wasm proxy`). The proxy hands over the client's JSON-RPC
+// request as received and the upstream's response as received; the core
+// reads the bindings from the request itself, seals the upstream's own
+// requestState and identity into its state, and on the retry writes the
+// message to forward: the client's request with the upstream's state put
+// back and the answers as the client sent them. The proxy parses neither.
+
+const (
+	maxUpstreamID          = 1024
+	metaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
+)
+
+// upstreamMsg is the client's request of an upstream.* op.
+type upstreamMsg struct {
+	msg, params int32
+}
+
+// readUpstreamCall reads the clock, entropy, upstream identity and the
+// bindings from the client's request.
+func (g *Guard) readUpstreamCall(root int32, c *callCtx, needRand bool) (upstreamMsg, *Error) {
+	var u upstreamMsg
+	if !g.configured {
+		return u, newError(CodeNotConfigured, "the guard has no keys: configure it first")
+	}
+	if err := g.readClock(root, c, needRand); err != nil {
+		return u, err
+	}
+	p := &g.p
+	up, ok := p.string(p.get(root, "upstream"))
+	if !ok || up == "" || len(up) > maxUpstreamID {
+		return u, newError(CodeRequestMalformed, "request needs \"upstream\": the upstream's identity, 1 to "+itoa(maxUpstreamID)+" bytes")
+	}
+	u.msg = p.get(root, "request")
+	if p.kindOf(u.msg) != jObject {
+		return u, newError(CodeRequestMalformed, "\"request\" must be the client's JSON-RPC request, as received")
+	}
+	u.params = p.get(u.msg, "params")
+	if p.kindOf(u.params) != jObject {
+		return u, newError(CodeRequestMalformed, "the client's request has no params object")
+	}
+	method := p.get(u.msg, "method")
+	m, _ := p.string(method)
+	target, args := p.get(u.params, "name"), p.get(u.params, "arguments")
+	if m == "resources/read" {
+		target, args = p.get(u.params, "uri"), -1
+	}
+	caps := p.get(p.get(u.params, "_meta"), metaClientCapabilities)
+	if err := g.readBindings(c, p.get(root, "principal"), method, target, args, caps); err != nil {
+		return u, err
+	}
+	c.up = up
+	return u, nil
+}
+
+// upstreamAskOp seals an upstream's InputRequiredResult: its input
+// requests are linted and checked against the client's capabilities like
+// any ask, and its requestState (any string, or none) goes into the state.
+func (g *Guard) upstreamAskOp(root int32) *Error {
+	var c callCtx
+	if _, err := g.readUpstreamCall(root, &c, true); err != nil {
+		return err
+	}
+	p := &g.p
+	res := p.get(p.get(root, "response"), "result")
+	if p.kindOf(res) != jObject {
+		return newError(CodeUpstreamResult, "the upstream's response has no result object")
+	}
+	if rt, _ := p.string(p.get(res, "resultType")); rt != "input_required" {
+		return newError(CodeUpstreamResult, "the upstream's result is not an InputRequiredResult")
+	}
+	reqs := p.get(res, "inputRequests")
+	if k := p.kindOf(reqs); k != jObject && k != jNull {
+		return newError(CodeUpstreamResult, "the upstream's inputRequests is not an object")
+	}
+	var ups string
+	if rs := p.get(res, "requestState"); p.kindOf(rs) != jNull {
+		s, ok := p.string(rs)
+		if !ok {
+			return newError(CodeUpstreamResult, "the upstream's requestState is not a string")
+		}
+		ups = s
+	}
+	return g.ask(root, &c, reqs, ups, false)
+}
+
+// upstreamResumeOp checks a retry of a proxy's round, read from the
+// client's request.
+func (g *Guard) upstreamResumeOp(root int32) *Error {
+	var c callCtx
+	u, err := g.readUpstreamCall(root, &c, true)
+	if err != nil {
+		return err
+	}
+	p := &g.p
+	token, ok := p.string(p.get(u.params, "requestState"))
+	if !ok || token == "" {
+		return newError(CodeRequestMalformed, "the client's request has no requestState to resume")
+	}
+	return g.resume(root, &c, token, p.get(u.params, "inputResponses"), &u)
+}
+
+// endForward adds, for upstream.resume, the message to send upstream to
+// the outcome just written: "forward" goes before the closing brace.
+func (g *Guard) endForward(u *upstreamMsg, st *stateIn) {
+	if u == nil {
+		return
+	}
+	g.out = append(g.out[:len(g.out)-1], `,"forward":`...)
+	g.out = g.appendForward(g.out, u, st)
+	g.end()
+}
+
+// appendForward appends the client's request with requestState replaced
+// by the upstream's own (dropped when it had none) and inputResponses
+// completed with the answers of the proxy's earlier rounds. Everything
+// else is the client's bytes.
+func (g *Guard) appendForward(dst []byte, u *upstreamMsg, st *stateIn) []byte {
+	p := &g.p
+	dst = append(dst, '{')
+	for i, m := range p.kids(u.msg) {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendString(dst, m.key)
+		dst = append(dst, ':')
+		if m.val != u.params {
+			dst = append(dst, p.raw(m.val)...)
+			continue
+		}
+		dst = append(dst, '{')
+		first := true
+		for _, pm := range p.kids(u.params) {
+			if pm.key == "requestState" && st.ups == "" {
+				continue
+			}
+			if !first {
+				dst = append(dst, ',')
+			}
+			first = false
+			dst = appendString(dst, pm.key)
+			dst = append(dst, ':')
+			switch pm.key {
+			case "requestState":
+				dst = appendString(dst, st.ups)
+			case "inputResponses":
+				dst = g.appendForwardResponses(dst, st, pm.val)
+			default:
+				dst = append(dst, p.raw(pm.val)...)
+			}
+		}
+		dst = append(dst, '}')
+	}
+	return append(dst, '}')
+}
+
+// appendForwardResponses appends the client's inputResponses (node resp)
+// as sent, preceded by the answers sealed in the proxy's earlier rounds for keys
+// the client did not answer again.
+func (g *Guard) appendForwardResponses(dst []byte, st *stateIn, resp int32) []byte {
+	p, sp := &g.p, &g.sp
+	if st.ans < 0 || sp.node(st.ans).n == 0 || p.kindOf(resp) != jObject {
+		return append(dst, p.raw(resp)...)
+	}
+	dst = append(dst, '{')
+	first := true
+	for _, m := range sp.kids(st.ans) {
+		if p.get(resp, m.key) >= 0 {
+			continue
+		}
+		if !first {
+			dst = append(dst, ',')
+		}
+		first = false
+		dst = appendString(dst, m.key)
+		dst = append(dst, ':')
+		dst = sp.appendCompact(dst, m.val)
+	}
+	for _, m := range p.kids(resp) {
+		if !first {
+			dst = append(dst, ',')
+		}
+		first = false
+		dst = appendString(dst, m.key)
+		dst = append(dst, ':')
+		dst = append(dst, p.raw(m.val)...)
+	}
+	return append(dst, '}')
+}

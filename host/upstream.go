@@ -1,0 +1,234 @@
+package host
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/mrtr-wasm/mrtr-wasm/guest/core"
+)
+
+// UpstreamCall is one client request as a proxy in front of an MCP server
+// it did not write (`mrtr-wasm proxy`) received it. The guard reads the
+// method, target, arguments, capabilities, requestState and inputResponses
+// from Request itself (guest/ABI.md, upstream.ask and upstream.resume).
+type UpstreamCall struct {
+	// Principal is the authenticated caller.
+	Principal string
+	// Upstream names the upstream (its URL or command line); a state
+	// opens only at a proxy for the same upstream.
+	Upstream string
+	// Request is the client's JSON-RPC request, exactly as received.
+	Request json.RawMessage
+	// Method and Target are what Request says (the tool or prompt name,
+	// or the resource URI), for the policy.
+	Method, Target string
+}
+
+// UpstreamRound is a sealed round of a proxy: the InputRequiredResult to
+// send the client in place of the upstream's.
+type UpstreamRound struct {
+	OperationID string
+	Round       int
+	Result      json.RawMessage
+}
+
+// UpstreamOutcome is the guard's verdict on a retry at a proxy.
+type UpstreamOutcome struct {
+	Status      Status
+	OperationID string
+	Round       int
+	// Answers (Complete) are the answers as the client sent them, for the
+	// ledger's fingerprint; Declined and Cancelled name keys.
+	Answers map[string]json.RawMessage
+	// AnswersDigest is the core's digest of Answers (Complete only).
+	AnswersDigest string
+	Declined      []string
+	Cancelled     []string
+	// InputRequired (Status InputRequired) is the result that asks again.
+	InputRequired json.RawMessage
+	// Forward (Complete, Declined, Cancelled) is the message to send the
+	// upstream: the client's request with the upstream's requestState put
+	// back and the answers as the client sent them.
+	Forward json.RawMessage
+}
+
+type upstreamResponse struct {
+	OK          bool                       `json:"ok"`
+	Error       *wireError                 `json:"error"`
+	Status      Status                     `json:"status"`
+	OperationID string                     `json:"operationId"`
+	Round       int                        `json:"round"`
+	Result      json.RawMessage            `json:"result"`
+	Answers     map[string]json.RawMessage `json:"answers"`
+	Digest      string                     `json:"answersDigest"`
+	Declined    []string                   `json:"declined"`
+	Cancelled   []string                   `json:"cancelled"`
+	Forward     json.RawMessage            `json:"forward"`
+	Interrupted bool                       `json:"interrupted"`
+}
+
+func (r *upstreamResponse) ok() bool          { return r.OK }
+func (r *upstreamResponse) interrupted() bool { return r.Interrupted }
+
+func (r *upstreamResponse) err() error {
+	w := response{Error: r.Error}
+	return w.err()
+}
+
+func (g *Guard) upstreamEnvelope(op string, c *UpstreamCall) ([]byte, error) {
+	var rnd [48]byte
+	if _, err := io.ReadFull(g.cfg.rand, rnd[:]); err != nil {
+		return nil, &Error{Code: CodeUnavailable, Message: "no randomness"}
+	}
+	env := make([]byte, 0, 256+len(c.Request)+len(c.Upstream))
+	env = append(env, `{"v":1,"op":"`...)
+	env = append(env, op...)
+	env = append(env, `","now":`...)
+	env = strconv.AppendInt(env, g.cfg.now().UnixMilli(), 10)
+	env = append(env, `,"rand":"`...)
+	env = base64.RawURLEncoding.AppendEncode(env, rnd[:])
+	env = append(env, `","principal":`...)
+	env = core.AppendJSONString(env, c.Principal)
+	env = append(env, `,"upstream":`...)
+	env = core.AppendJSONString(env, c.Upstream)
+	return appendRaw(env, "request", c.Request)
+}
+
+// UpstreamAsk seals an upstream's InputRequiredResult (response is the
+// upstream's JSON-RPC response, as received) after the policy allowed
+// what it asks. after continues the logical request of a round the
+// upstream asked again after (nil for the first).
+func (g *Guard) UpstreamAsk(ctx context.Context, c *UpstreamCall, response json.RawMessage, after *UpstreamOutcome) (*UpstreamRound, error) {
+	var o askOptions
+	if g.cfg.policy != nil {
+		inputs, err := upstreamInputs(response)
+		if err != nil {
+			return nil, err
+		}
+		req := &Request{Principal: c.Principal, Method: c.Method, Target: c.Target}
+		if err := g.policyAsk(ctx, req, inputs, &o); err != nil {
+			return nil, err
+		}
+	}
+	env, err := g.upstreamEnvelope("upstream.ask", c)
+	if err != nil {
+		return nil, err
+	}
+	if env, err = appendRaw(env, "response", response); err != nil {
+		return nil, &Error{Code: core.CodeUpstreamResult, Message: "the upstream's response is not JSON"}
+	}
+	if o.ttl > 0 {
+		env = append(env, `,"ttl":`...)
+		env = strconv.AppendInt(env, int64(o.ttl/time.Second), 10)
+	}
+	if o.maxRounds > 0 {
+		env = append(env, `,"maxRounds":`...)
+		env = strconv.AppendInt(env, int64(o.maxRounds), 10)
+	}
+	if after != nil {
+		env = append(env, `,"after":{"operationId":`...)
+		env = core.AppendJSONString(env, after.OperationID)
+		env = append(env, `,"round":`...)
+		env = strconv.AppendInt(env, int64(after.Round), 10)
+		env = append(env, '}')
+	}
+	env = append(env, '}')
+	var r upstreamResponse
+	if err := g.callInto(ctx, env, &r); err != nil {
+		return nil, err
+	}
+	return &UpstreamRound{OperationID: r.OperationID, Round: r.Round, Result: r.Result}, nil
+}
+
+// UpstreamResume checks a retry at a proxy: the state opens only for the
+// same principal, method, target, arguments, audience and upstream; the
+// answers are checked against what was asked. A missing or invalid answer
+// comes back as InputRequired (the proxy asks again itself); anything
+// else carries the message to forward.
+func (g *Guard) UpstreamResume(ctx context.Context, c *UpstreamCall) (*UpstreamOutcome, error) {
+	env, err := g.upstreamEnvelope("upstream.resume", c)
+	if err != nil {
+		return nil, err
+	}
+	n, err := g.policyResume(ctx, &Request{Principal: c.Principal, Method: c.Method, Target: c.Target})
+	if err != nil {
+		return nil, err
+	}
+	if n > 0 {
+		env = append(env, `,"maxRounds":`...)
+		env = strconv.AppendInt(env, int64(n), 10)
+	}
+	env = append(env, '}')
+	var r upstreamResponse
+	if err := g.callInto(ctx, env, &r); err != nil {
+		return nil, err
+	}
+	o := &UpstreamOutcome{Status: r.Status, OperationID: r.OperationID, Round: r.Round, Answers: r.Answers,
+		AnswersDigest: r.Digest, Declined: r.Declined, Cancelled: r.Cancelled, Forward: r.Forward}
+	if r.Status == InputRequired {
+		o.InputRequired = r.Result
+	}
+	return o, nil
+}
+
+// OnceForward sends a retry's forward to the upstream at most once: the
+// round is claimed in the ledger by its operation id and round, so
+// concurrent and later replays get the stored result of the first. See
+// Once for the errors.
+func (g *Guard) OnceForward(ctx context.Context, o *UpstreamOutcome, effect func(ctx context.Context) ([]byte, error)) ([]byte, bool, error) {
+	if o == nil || o.Forward == nil || o.OperationID == "" {
+		return nil, false, errOnceNotComplete()
+	}
+	digest := o.AnswersDigest
+	switch o.Status {
+	case Declined, Cancelled:
+		// No answers to digest: the ledger keys the round by what the
+		// user said no to.
+		h := sha256.New()
+		h.Write([]byte("mrtr-wasm/proxy/" + string(o.Status) + "\x00"))
+		for _, k := range append(o.Declined, o.Cancelled...) {
+			h.Write([]byte(k))
+			h.Write([]byte{0})
+		}
+		digest = hex.EncodeToString(h.Sum(nil))
+	}
+	op := &Outcome{Status: Complete, OperationID: o.OperationID + "/" + strconv.Itoa(o.Round), Answers: o.Answers, AnswersDigest: digest}
+	return g.Once(ctx, op, effect)
+}
+
+// upstreamInputs reads the input requests of an upstream's
+// InputRequiredResult for the policy, sorted by key.
+func upstreamInputs(response json.RawMessage) ([]InputRequest, error) {
+	var r struct {
+		Result struct {
+			InputRequests map[string]struct {
+				Method string          `json:"method"`
+				Params json.RawMessage `json:"params"`
+			} `json:"inputRequests"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal(response, &r); err != nil {
+		return nil, &Error{Code: core.CodeUpstreamResult, Message: "the upstream's InputRequiredResult is not readable"}
+	}
+	in := make([]InputRequest, 0, len(r.Result.InputRequests))
+	for k, v := range r.Result.InputRequests {
+		in = append(in, InputRequest{Key: k, Method: v.Method, Params: v.Params})
+	}
+	slices.SortFunc(in, func(a, b InputRequest) int {
+		if a.Key < b.Key {
+			return -1
+		}
+		if a.Key > b.Key {
+			return 1
+		}
+		return 0
+	})
+	return in, nil
+}

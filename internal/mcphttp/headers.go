@@ -1,0 +1,286 @@
+package mcphttp
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"math"
+	"mime"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// Message is what the checks read of one JSON-RPC message, parsed once:
+// the id, the method, and of the params the name or URI, the raw
+// arguments and inputResponses, the requestState and the _meta.
+type Message struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  string          `json:"method"`
+	p       params
+}
+
+type params struct {
+	Name           string                     `json:"name"`
+	URI            string                     `json:"uri"`
+	Arguments      json.RawMessage            `json:"arguments"`
+	RequestState   *string                    `json:"requestState"`
+	InputResponses json.RawMessage            `json:"inputResponses"`
+	Meta           map[string]json.RawMessage `json:"_meta"`
+}
+
+// UnmarshalJSON reads the message and its params in one pass.
+func (m *Message) UnmarshalJSON(b []byte) error {
+	var w struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Method  string          `json:"method"`
+		Params  *params         `json:"params"`
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	m.JSONRPC, m.ID, m.Method = w.JSONRPC, w.ID, w.Method
+	if w.Params != nil {
+		m.p = *w.Params
+	}
+	return nil
+}
+
+// ParseMessage reads one JSON-RPC request or notification. A batch, a
+// response or bytes that are not a JSON object are a JSON-RPC error.
+func ParseMessage(body []byte) (*Message, *jsonrpc.Error) {
+	t := bytes.TrimSpace(body)
+	if len(t) == 0 || t[0] != '{' {
+		if len(t) > 0 && t[0] == '[' {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "batches are not supported in " + ProtocolVersion}
+		}
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeParseError, Message: "the body is not a JSON-RPC message"}
+	}
+	m := &Message{}
+	if err := json.Unmarshal(t, m); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "params must be an object with the fields of the method"}
+		}
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeParseError, Message: "the body is not valid JSON"}
+	}
+	if m.JSONRPC != "2.0" || m.Method == "" {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: `not a JSON-RPC 2.0 request: "jsonrpc":"2.0" and a "method" are required`}
+	}
+	return m, nil
+}
+
+// IsCall reports whether the message is a request (it has an id).
+func (m *Message) IsCall() bool { return len(m.ID) > 0 && string(m.ID) != "null" }
+
+// Target is the tool or prompt name, or the resource URI.
+func (m *Message) Target() string {
+	if m.Method == "resources/read" {
+		return m.p.URI
+	}
+	return m.p.Name
+}
+
+// IsRetry reports whether the request carries a requestState.
+func (m *Message) IsRetry() bool { return m.p.RequestState != nil && *m.p.RequestState != "" }
+
+// Meta is the request's _meta.
+func (m *Message) Meta() map[string]json.RawMessage { return m.p.Meta }
+
+// Arguments are the request's raw arguments.
+func (m *Message) Arguments() json.RawMessage { return m.p.Arguments }
+
+// CheckTransport applies the Streamable HTTP rules a POST must meet
+// before its body is read: a loopback listener answers only loopback Host
+// names (DNS rebinding), the body is JSON, and the client accepts both
+// JSON and event streams. It returns the HTTP status and text to refuse
+// with, or 0.
+func CheckTransport(r *http.Request) (int, string) {
+	if la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && la != nil {
+		if isLoopback(la.String()) && !isLoopback(r.Host) {
+			return http.StatusForbidden, "Forbidden: invalid Host header " + strconv.Quote(r.Host)
+		}
+	}
+	if ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); ct != "application/json" {
+		return http.StatusUnsupportedMediaType, "Content-Type must be 'application/json'"
+	}
+	jsonOK, streamOK := false, false
+	for _, v := range r.Header.Values("Accept") {
+		for _, part := range strings.Split(v, ",") {
+			mt, _, _ := mime.ParseMediaType(strings.TrimSpace(part))
+			switch mt {
+			case "application/json", "application/*", "*/*":
+				jsonOK = true
+			}
+			switch mt {
+			case "text/event-stream", "text/*", "*/*":
+				streamOK = true
+			}
+		}
+	}
+	if !jsonOK || !streamOK {
+		return http.StatusBadRequest, "Accept must contain both 'application/json' and 'text/event-stream'"
+	}
+	return 0, ""
+}
+
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		host = addr
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsLoopback()
+}
+
+// ParamHeader is one x-mcp-header annotation of a tool's input schema:
+// the argument at Path travels also as the Mcp-Param-{Header} header.
+type ParamHeader struct {
+	Header string
+	Path   []string
+}
+
+// ParamHeadersOf reads the x-mcp-header annotations of an input schema
+// (properties, nested objects included).
+func ParamHeadersOf(schema json.RawMessage) []ParamHeader {
+	var out []ParamHeader
+	var walk func(raw json.RawMessage, path []string, depth int)
+	walk = func(raw json.RawMessage, path []string, depth int) {
+		if depth > 8 {
+			return
+		}
+		var s struct {
+			Properties map[string]json.RawMessage `json:"properties"`
+			XMCPHeader *string                    `json:"x-mcp-header"`
+		}
+		if json.Unmarshal(raw, &s) != nil {
+			return
+		}
+		if s.XMCPHeader != nil && *s.XMCPHeader != "" && len(path) > 0 {
+			out = append(out, ParamHeader{Header: *s.XMCPHeader, Path: append([]string(nil), path...)})
+		}
+		for name, p := range s.Properties {
+			walk(p, append(path, name), depth+1)
+		}
+	}
+	walk(schema, nil, 0)
+	return out
+}
+
+func headerMismatch(msg string) *jsonrpc.Error {
+	return &jsonrpc.Error{Code: CodeHeaderMismatch, Message: "header mismatch: " + msg}
+}
+
+// CheckHeaders compares the HTTP headers with the body as 2026-07-28
+// requires: MCP-Protocol-Version with the _meta version, Mcp-Method with
+// the method, Mcp-Name with the name or URI, and each Mcp-Param-* header
+// with its argument (params: the tool's annotations, nil when unknown).
+// Header values in the =?base64?…?= form must already be decoded
+// (CheckRequests does that for Mcp-Name and Mcp-Method).
+func CheckHeaders(h http.Header, m *Message, params []ParamHeader) *jsonrpc.Error {
+	if m.IsCall() {
+		var metaVersion string
+		if v, ok := m.p.Meta[MetaProtocolVersion]; ok {
+			_ = json.Unmarshal(v, &metaVersion)
+		}
+		hv := h.Get("MCP-Protocol-Version")
+		if hv == "" {
+			return &jsonrpc.Error{Code: CodeHeaderMismatch, Message: "MCP-Protocol-Version header is required for requests carrying " + strconv.Quote(MetaProtocolVersion)}
+		}
+		if hv != metaVersion {
+			return &jsonrpc.Error{Code: CodeHeaderMismatch, Message: "MCP-Protocol-Version header " + strconv.Quote(hv) + " does not match request " + MetaProtocolVersion + " " + strconv.Quote(metaVersion)}
+		}
+	}
+	mh := h.Get("Mcp-Method")
+	if mh == "" {
+		return &jsonrpc.Error{Code: CodeHeaderMismatch, Message: "missing required Mcp-Method header"}
+	}
+	if mh != m.Method {
+		return headerMismatch("Mcp-Method header value " + strconv.Quote(mh) + " does not match body value " + strconv.Quote(m.Method))
+	}
+	switch m.Method {
+	case "tools/call", "resources/read", "prompts/get":
+		nh := h.Get("Mcp-Name")
+		if nh == "" {
+			return &jsonrpc.Error{Code: CodeHeaderMismatch, Message: "missing required Mcp-Name header for method " + strconv.Quote(m.Method)}
+		}
+		if nh != m.Target() {
+			return headerMismatch("Mcp-Name header value " + strconv.Quote(nh) + " does not match body value " + strconv.Quote(m.Target()))
+		}
+	}
+	if m.Method != "tools/call" || len(params) == 0 {
+		return nil
+	}
+	var args map[string]json.RawMessage
+	_ = json.Unmarshal(m.p.Arguments, &args)
+	for _, ph := range params {
+		name := "Mcp-Param-" + ph.Header
+		hv := h.Get(name)
+		raw, ok := lookup(args, ph.Path)
+		if !ok || string(raw) == "null" {
+			if hv != "" {
+				return headerMismatch("unexpected " + name + " header for absent or null parameter " + strconv.Quote(strings.Join(ph.Path, ".")))
+			}
+			continue
+		}
+		if hv == "" {
+			return headerMismatch("missing " + name + " header for parameter " + strconv.Quote(strings.Join(ph.Path, ".")))
+		}
+		dv, ok := DecodeHeader(hv)
+		if !ok {
+			return headerMismatch(name + " header contains invalid Base64 encoding")
+		}
+		if !primitiveEqual(dv, raw) {
+			return headerMismatch(name + " header value does not match body value")
+		}
+	}
+	return nil
+}
+
+func lookup(args map[string]json.RawMessage, path []string) (json.RawMessage, bool) {
+	cur := args
+	for i, k := range path {
+		v, ok := cur[k]
+		if !ok {
+			return nil, false
+		}
+		if i == len(path)-1 {
+			return v, true
+		}
+		cur = nil
+		if json.Unmarshal(v, &cur) != nil {
+			return nil, false
+		}
+	}
+	return nil, false
+}
+
+// primitiveEqual compares a header's text with a JSON primitive: strings
+// exactly, booleans as true/false, numbers by value.
+func primitiveEqual(hv string, raw json.RawMessage) bool {
+	var v any
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	if d.Decode(&v) != nil {
+		return false
+	}
+	switch x := v.(type) {
+	case string:
+		return hv == x
+	case bool:
+		return hv == strconv.FormatBool(x)
+	case json.Number:
+		b, err1 := strconv.ParseFloat(string(x), 64)
+		h, err2 := strconv.ParseFloat(hv, 64)
+		return err1 == nil && err2 == nil && !math.IsNaN(h) && !math.IsInf(h, 0) && b == h
+	}
+	return false
+}

@@ -1,0 +1,272 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/mrtr-wasm/mrtr-wasm/host"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/mcphttp"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/upstream"
+)
+
+func b64std(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+
+// canAsk reports whether a method may return input_required.
+func canAsk(method string) bool {
+	return method == "tools/call" || method == "prompts/get" || method == "resources/read"
+}
+
+// Handle serves one client request (m, as the bytes body) for principal:
+// everything goes to the upstream as is, except an input round. h are the
+// headers for the upstream.
+func (p *Proxy) Handle(ctx context.Context, m *mcphttp.Message, body []byte, h http.Header, principal string, s Sink) {
+	if canAsk(m.Method) && m.IsRetry() {
+		p.resume(ctx, m, body, h, principal, s)
+		return
+	}
+	resp, err := p.call(ctx, body, h, s)
+	if err != nil {
+		s.Final(p.upstreamError(m, err))
+		return
+	}
+	if !isInputRequired(resp) {
+		s.Final(resp)
+		return
+	}
+	if !canAsk(m.Method) {
+		p.up.refused.WithLabelValues("invalid_result").Inc()
+		p.log.Warn("upstream answered input_required to a method that cannot ask", "method", m.Method)
+		s.Final(rpcError(m.ID, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the upstream answered input_required to " + m.Method + ", which may not ask for input"}))
+		return
+	}
+	s.Final(p.ask(ctx, m, body, principal, resp, nil))
+}
+
+// call sends one message upstream: messages that arrive before the
+// response are relayed to the client (a server-to-client request is
+// refused instead), and the response returned.
+func (p *Proxy) call(ctx context.Context, msg []byte, h http.Header, s Sink) ([]byte, error) {
+	start := time.Now()
+	resp, err := p.cfg.Upstream.Call(upstream.WithStreamStart(ctx, s.Start), msg, h, func(raw []byte) error {
+		if isServerRequest(raw) {
+			p.refuseServerRequest(ctx, raw, h)
+			return nil
+		}
+		return s.Notify(raw)
+	})
+	p.up.seconds.Observe(time.Since(start).Seconds())
+	result := "ok"
+	if e, ok := upstream.AsError(err); ok {
+		result = e.Code
+	} else if err != nil {
+		result = "error"
+	}
+	p.up.calls.WithLabelValues(result).Inc()
+	return resp, err
+}
+
+// refuseServerRequest answers an upstream's server-to-client request with
+// an error that steers its author to input_required, and logs it.
+func (p *Proxy) refuseServerRequest(ctx context.Context, raw []byte, h http.Header) {
+	var r struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	_ = json.Unmarshal(raw, &r)
+	p.up.refused.WithLabelValues("server_request").Inc()
+	p.log.Warn("refused a server-to-client request from the upstream: 2026-07-28 servers ask with input_required", "method", r.Method)
+	reply := rpcError(r.ID, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound,
+		Message: "mrtr-wasm proxy: server-to-client requests (" + r.Method + ") are not allowed on a 2026-07-28 stream; return an InputRequiredResult (resultType \"input_required\") instead"})
+	rh := http.Header{"Mcp-Protocol-Version": h["Mcp-Protocol-Version"]}
+	if err := p.cfg.Upstream.Send(context.WithoutCancel(ctx), reply, rh); err != nil {
+		p.log.Debug("the refusal did not reach the upstream", "error", errText(err))
+	}
+}
+
+// upstreamError is the client's answer to a failed upstream call.
+func (p *Proxy) upstreamError(m *mcphttp.Message, err error) []byte {
+	e, ok := upstream.AsError(err)
+	if !ok {
+		e = upstream.Errorf(upstream.CodeUnavailable, "the upstream failed", err)
+	}
+	p.log.Warn("upstream call failed", "method", m.Method, "target", m.Target(), "code", e.Code, "error", errText(e))
+	return rpcError(m.ID, &jsonrpc.Error{Code: upstream.JSONRPCCode, Message: e.Message + " (" + e.Code + "; retry)", Data: e.Data()})
+}
+
+func (p *Proxy) upstreamCall(m *mcphttp.Message, body []byte, principal string) *host.UpstreamCall {
+	return &host.UpstreamCall{Principal: principal, Upstream: p.upID, Request: body, Method: m.Method, Target: m.Target()}
+}
+
+// ask seals the upstream's InputRequiredResult resp and returns the
+// client's answer: the sealed result, or why it was refused.
+func (p *Proxy) ask(ctx context.Context, m *mcphttp.Message, body []byte, principal string, resp []byte, after *host.UpstreamOutcome) []byte {
+	t := time.Now()
+	round, err := p.cfg.Guard.UpstreamAsk(ctx, p.upstreamCall(m, body, principal), resp, after)
+	p.metrics.GuardTime.WithLabelValues("ask").Observe(time.Since(t).Seconds())
+	if err != nil {
+		return p.refusedAsk(m, err)
+	}
+	p.metrics.Asks.WithLabelValues(m.Target()).Inc()
+	p.up.rounds.WithLabelValues("sealed").Inc()
+	return rpcResult(m.ID, round.Result)
+}
+
+// refusedAsk answers an upstream round the guard or the policy refused.
+// A refused form never reaches the user: a tool gets a tool error naming
+// the field and the rule, for the server's author.
+func (p *Proxy) refusedAsk(m *mcphttp.Message, err error) []byte {
+	e, ok := host.AsError(err)
+	if !ok {
+		return rpcError(m.ID, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"})
+	}
+	switch {
+	case e.Code == host.CodeCapabilityMissing:
+		p.up.refused.WithLabelValues("capability").Inc()
+		p.log.Info("upstream asked for a kind the client did not declare", "target", m.Target(), "code", e.Code)
+		return rpcError(m.ID, &jsonrpc.Error{Code: int64(e.JSONRPCCode()), Message: e.Message, Data: e.Data})
+	case e.Code == host.CodeRoundsExceeded || e.Code == "mrtr.upstream.invalid_result" || e.JSONRPCCode() == -32603:
+		if e.Code == "mrtr.upstream.invalid_result" {
+			p.up.refused.WithLabelValues("invalid_result").Inc()
+		}
+		p.log.Warn("upstream round refused", "target", m.Target(), "code", e.Code)
+		return rpcError(m.ID, &jsonrpc.Error{Code: int64(e.JSONRPCCode()), Message: e.Message, Data: e.Data})
+	}
+	// A lint error or a policy denial: the form is the server's bug.
+	field, rule, code, why := "", "", e.Code, e.Message
+	if first, all, ok := e.PolicyDenials(); ok {
+		d := first
+		for _, x := range all {
+			if x.Key != "" {
+				d = x
+				break
+			}
+		}
+		field, rule, code, why = d.Key, d.Rule, d.Code, d.Message
+		if d.Field != "" {
+			field += "." + d.Field
+		}
+	} else if fs := e.Findings(); len(fs) > 0 {
+		field, code, why, rule = fs[0].Key, fs[0].Code, fs[0].Message, "guard core"
+		if fs[0].Field != "" {
+			field += "." + fs[0].Field
+		}
+	}
+	p.up.refused.WithLabelValues("form").Inc()
+	p.log.Warn("refused an upstream form", "target", m.Target(), "field", field, "code", code, "rule", rule)
+	msg := "mrtr-wasm proxy refused what this server asked for: field " + field + " (" + code
+	if rule != "" {
+		msg += ", rule " + rule
+	}
+	msg += "): " + why + ". Server author: ask for secrets and data like this in URL mode (elicitation mode \"url\"), never in a form."
+	if m.Method != "tools/call" {
+		return rpcError(m.ID, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: msg})
+	}
+	text, _ := json.Marshal(msg)
+	return rpcResult(m.ID, json.RawMessage(`{"content":[{"type":"text","text":`+string(text)+`}],"isError":true}`))
+}
+
+// resume checks a retry of a sealed round: the guard asks again itself,
+// or the round is forwarded once with the upstream's state put back.
+func (p *Proxy) resume(ctx context.Context, m *mcphttp.Message, body []byte, h http.Header, principal string, s Sink) {
+	t := time.Now()
+	out, err := p.cfg.Guard.UpstreamResume(ctx, p.upstreamCall(m, body, principal))
+	p.metrics.GuardTime.WithLabelValues("resume").Observe(time.Since(t).Seconds())
+	if err != nil {
+		e, ok := host.AsError(err)
+		if !ok {
+			s.Final(rpcError(m.ID, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}))
+			return
+		}
+		if e.Code == host.CodeStateInvalid {
+			reason := e.Reason
+			if reason == "" {
+				reason = "unknown"
+			}
+			p.metrics.Rejected.WithLabelValues(reason).Inc()
+		}
+		p.up.rounds.WithLabelValues("rejected").Inc()
+		p.metrics.Outcomes.WithLabelValues(m.Target(), "rejected").Inc()
+		p.log.Info("retry refused", "target", m.Target(), "code", e.Code, "reason", e.Reason)
+		s.Final(rpcError(m.ID, &jsonrpc.Error{Code: int64(e.JSONRPCCode()), Message: e.Message, Data: e.Data}))
+		return
+	}
+	if out.Status == host.InputRequired {
+		p.up.rounds.WithLabelValues("reasked").Inc()
+		p.metrics.Outcomes.WithLabelValues(m.Target(), "input_required").Inc()
+		s.Final(rpcResult(m.ID, out.InputRequired))
+		return
+	}
+	p.metrics.Outcomes.WithLabelValues(m.Target(), string(out.Status)).Inc()
+	res, replay, err := p.cfg.Guard.OnceForward(ctx, out, func(ectx context.Context) ([]byte, error) {
+		p.up.rounds.WithLabelValues("forwarded").Inc()
+		resp, err := p.call(ectx, out.Forward, h, s)
+		if err != nil {
+			return nil, err
+		}
+		if isInputRequired(resp) {
+			// The upstream asks again: a further round of the same
+			// logical request, counted on.
+			return p.ask(ectx, m, body, principal, resp, out), nil
+		}
+		return resp, nil
+	})
+	switch {
+	case err == nil && replay:
+		p.up.rounds.WithLabelValues("replayed").Inc()
+		p.metrics.Effects.WithLabelValues(m.Target(), "replay").Inc()
+		s.Final(withID(res, m.ID))
+	case err == nil:
+		p.metrics.Effects.WithLabelValues(m.Target(), "run").Inc()
+		s.Final(res)
+	case res != nil:
+		// Forwarded, but the ledger did not record it: answer with it.
+		p.log.Error("forwarded round not recorded in the ledger", "target", m.Target(), "error", err.Error())
+		s.Final(res)
+	default:
+		p.metrics.Effects.WithLabelValues(m.Target(), "error").Inc()
+		if _, ok := upstream.AsError(err); ok {
+			s.Final(p.upstreamError(m, err))
+			return
+		}
+		e, ok := host.AsError(err)
+		if !ok {
+			s.Final(rpcError(m.ID, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}))
+			return
+		}
+		s.Final(rpcError(m.ID, &jsonrpc.Error{Code: int64(e.JSONRPCCode()), Message: e.Message, Data: e.Data}))
+	}
+}
+
+var inputRequiredMark = []byte(`"input_required"`)
+
+// isInputRequired reports whether resp is a result with resultType
+// input_required; a plain result is decoded only when it holds the word.
+func isInputRequired(resp []byte) bool {
+	if !bytes.Contains(resp, inputRequiredMark) {
+		return false
+	}
+	var r struct {
+		Result *struct {
+			ResultType string `json:"resultType"`
+		} `json:"result"`
+	}
+	return json.Unmarshal(resp, &r) == nil && r.Result != nil && r.Result.ResultType == "input_required"
+}
+
+// isServerRequest reports whether raw is a request (a method and an id).
+func isServerRequest(raw []byte) bool {
+	if !bytes.Contains(raw, []byte(`"id"`)) {
+		return false
+	}
+	var r struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	return json.Unmarshal(raw, &r) == nil && r.Method != "" && len(r.ID) > 0 && string(r.ID) != "null"
+}

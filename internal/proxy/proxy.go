@@ -1,0 +1,355 @@
+package proxy
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/mrtr-wasm/mrtr-wasm/host"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/identity"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/mcphttp"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/server"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/upstream"
+)
+
+// Config is everything a Proxy needs.
+type Config struct {
+	// Guard seals and opens the proxy's states (with the deployment's
+	// policy and ledger).
+	Guard *host.Guard
+	// Upstream is the server behind the proxy.
+	Upstream upstream.Upstream
+	// Auth checks who calls (--auth-tokens or OAuth access tokens); nil:
+	// every caller is server.Anonymous.
+	Auth *identity.Authenticator
+	// PassToken sends the client's own bearer token upstream (off by
+	// default: the upstream never sees it).
+	PassToken bool
+	// ForwardPrincipal, when set, is the header that carries the
+	// authenticated principal to an HTTP upstream.
+	ForwardPrincipal string
+	Logger           *slog.Logger
+	// Registry receives the metrics (a fresh one when nil).
+	Registry *prometheus.Registry
+	// ToolsTTL is how long the upstream's tools/list stays cached when it
+	// does not say (default 1 min).
+	ToolsTTL time.Duration
+}
+
+// Proxy serves MCP downstream and forwards upstream.
+type Proxy struct {
+	cfg     Config
+	log     *slog.Logger
+	metrics *server.Metrics
+	up      *upMetrics
+	tools   toolCache
+	upID    string
+}
+
+type upMetrics struct {
+	calls   *prometheus.CounterVec // mrtr_upstream_calls_total{result}
+	seconds prometheus.Histogram   // mrtr_upstream_seconds
+	refused *prometheus.CounterVec // mrtr_upstream_refused_total{what}
+	rounds  *prometheus.CounterVec // mrtr_proxy_rounds_total{outcome}
+}
+
+// New builds a proxy.
+func New(cfg Config) (*Proxy, error) {
+	if cfg.Guard == nil || cfg.Upstream == nil {
+		return nil, errors.New("proxy: a guard and an upstream are required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Registry == nil {
+		cfg.Registry = prometheus.NewRegistry()
+	}
+	if cfg.ToolsTTL <= 0 {
+		cfg.ToolsTTL = time.Minute
+	}
+	p := &Proxy{cfg: cfg, log: cfg.Logger, metrics: server.NewMetrics(cfg.Registry), upID: cfg.Upstream.ID()}
+	p.up = &upMetrics{
+		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mrtr_upstream_calls_total", Help: "Calls to the upstream, by result: ok, or the upstream error code.",
+		}, []string{"result"}),
+		seconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "mrtr_upstream_seconds", Help: "Time of each upstream call, streamed messages included.",
+			Buckets: prometheus.ExponentialBuckets(100e-6, 2, 16),
+		}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mrtr_upstream_refused_total", Help: "What the proxy refused from the upstream: server_request (a server-to-client request on a 2026-07-28 stream), form (a form the core or the policy refused), capability, invalid_result.",
+		}, []string{"what"}),
+		rounds: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mrtr_proxy_rounds_total", Help: "Input rounds at the proxy: sealed, reasked (by the proxy itself), forwarded, replayed, rejected.",
+		}, []string{"outcome"}),
+	}
+	cfg.Registry.MustRegister(p.up.calls, p.up.seconds, p.up.refused, p.up.rounds)
+	p.tools.ttl = cfg.ToolsTTL
+	return p, nil
+}
+
+// Metrics returns the shared guard metrics.
+func (p *Proxy) Metrics() *server.Metrics { return p.metrics }
+
+// Handler serves /mcp, /healthz and /metrics.
+func (p *Proxy) Handler() http.Handler {
+	var mcpHandler http.Handler = http.HandlerFunc(p.serveMCP)
+	mux := http.NewServeMux()
+	if p.cfg.Auth != nil {
+		mcpHandler = p.cfg.Auth.Middleware(mcpHandler)
+		p.cfg.Auth.RegisterMetadata(mux, "/mcp")
+	}
+	mux.Handle("/mcp", mcpHandler)
+	mux.HandleFunc("GET /healthz", p.healthz)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(p.cfg.Registry, promhttp.HandlerOpts{}))
+	return mux
+}
+
+func (p *Proxy) healthz(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	if err := p.cfg.Upstream.Health(); err != nil {
+		code := "unavailable"
+		if e, ok := upstream.AsError(err); ok {
+			code = e.Code
+		}
+		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprintf(w, "{\"status\":\"unavailable\",\"upstream\":%q}\n", code)
+		return
+	}
+	fmt.Fprintln(w, `{"status":"ok"}`)
+}
+
+func (p *Proxy) serveMCP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", "POST")
+		http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	if status, msg := mcphttp.CheckTransport(r); status != 0 {
+		http.Error(w, msg, status)
+		return
+	}
+	body, m, jerr, ok := mcphttp.Check(w, r)
+	if !ok {
+		return
+	}
+	if jerr != nil {
+		mcphttp.WriteRPCError(w, http.StatusBadRequest, nil, jerr)
+		return
+	}
+	var params []mcphttp.ParamHeader
+	if m.Method == "tools/call" {
+		params = p.tools.paramHeaders(r.Context(), p, m.Target())
+	}
+	if jerr := mcphttp.CheckHeaders(r.Header, m, params); jerr != nil {
+		mcphttp.WriteRPCError(w, http.StatusBadRequest, m.ID, jerr)
+		return
+	}
+	principal := server.Anonymous
+	if ti := auth.TokenInfoFromContext(r.Context()); ti != nil && ti.UserID != "" {
+		principal = ti.UserID
+	}
+	h := p.upstreamHeaders(r.Header, principal)
+	if !m.IsCall() {
+		if err := p.cfg.Upstream.Send(r.Context(), body, h); err != nil {
+			p.log.Warn("upstream did not take a notification", "method", m.Method, "error", errText(err))
+		}
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	s := &httpSink{w: w}
+	p.Handle(r.Context(), m, body, h, principal, s)
+	s.finish()
+}
+
+// upstreamHeaders are the headers sent upstream: the MCP ones of the
+// client's request (never its Authorization), trace context, and the
+// principal when configured.
+func (p *Proxy) upstreamHeaders(in http.Header, principal string) http.Header {
+	h := make(http.Header, 8)
+	for k, v := range in {
+		switch {
+		case k == "Mcp-Method" || k == "Mcp-Name":
+			h[k] = []string{encodeHeader(v[0])}
+		case k == "Mcp-Protocol-Version" || k == "Traceparent" || k == "Tracestate" || strings.HasPrefix(k, "Mcp-Param-"):
+			h[k] = v
+		}
+	}
+	if p.cfg.PassToken {
+		if v := in.Get("Authorization"); v != "" {
+			h.Set("Authorization", v)
+		}
+	}
+	if p.cfg.ForwardPrincipal != "" {
+		h.Set(p.cfg.ForwardPrincipal, encodeHeader(principal))
+	}
+	return h
+}
+
+// encodeHeader puts a value that is not printable ASCII in the
+// =?base64?…?= form (CheckRequests decoded it).
+func encodeHeader(v string) string {
+	for i := 0; i < len(v); i++ {
+		if v[i] < 0x20 || v[i] > 0x7e {
+			return "=?base64?" + b64std(v) + "?="
+		}
+	}
+	return v
+}
+
+// Sink receives what goes back to the client for one request: messages
+// that arrive before the response (notifications), then the response.
+type Sink interface {
+	// Start: the upstream answers with a stream; answer with one too.
+	Start()
+	Notify(raw []byte) error
+	Final(raw []byte)
+}
+
+// httpSink answers with application/json, or switches to an event stream
+// at the first message that arrives before the response.
+type httpSink struct {
+	w         http.ResponseWriter
+	streaming bool
+	done      bool
+}
+
+func (s *httpSink) Start() {
+	if s.streaming || s.done {
+		return
+	}
+	s.w.Header().Set("Content-Type", "text/event-stream")
+	s.w.Header().Set("Cache-Control", "no-cache")
+	s.w.WriteHeader(http.StatusOK)
+	s.streaming = true
+	if f, ok := s.w.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (s *httpSink) Notify(raw []byte) error {
+	s.Start()
+	if err := writeEvent(s.w, raw); err != nil {
+		return err
+	}
+	if f, ok := s.w.(http.Flusher); ok {
+		f.Flush()
+	}
+	return nil
+}
+
+func (s *httpSink) Final(raw []byte) {
+	s.done = true
+	if s.streaming {
+		_ = writeEvent(s.w, raw)
+		return
+	}
+	s.w.Header().Set("Content-Type", "application/json")
+	s.w.WriteHeader(errorStatus(raw))
+	_, _ = s.w.Write(raw)
+}
+
+var errorMark = []byte(`"error"`)
+
+// errorStatus is the HTTP status of a JSON response, as SEP-2575 sets it
+// from a JSON-RPC error code: 404 for -32601, 400 for -32602, -32020,
+// -32021 and -32022, else 200.
+func errorStatus(raw []byte) int {
+	if !bytes.Contains(raw, errorMark) {
+		return http.StatusOK
+	}
+	var r struct {
+		Error *struct {
+			Code int64 `json:"code"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(raw, &r) != nil || r.Error == nil {
+		return http.StatusOK
+	}
+	switch r.Error.Code {
+	case jsonrpc.CodeMethodNotFound:
+		return http.StatusNotFound
+	case jsonrpc.CodeInvalidParams, mcphttp.CodeHeaderMismatch, -32021, mcphttp.CodeUnsupportedProtocolVersion:
+		return http.StatusBadRequest
+	}
+	return http.StatusOK
+}
+
+func (s *httpSink) finish() {
+	if !s.done {
+		s.Final(rpcError(nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}))
+	}
+}
+
+func writeEvent(w io.Writer, raw []byte) error {
+	var b bytes.Buffer
+	b.Grow(len(raw) + 16)
+	b.WriteString("event: message\n")
+	for _, line := range bytes.Split(raw, []byte("\n")) {
+		b.WriteString("data: ")
+		b.Write(line)
+		b.WriteByte('\n')
+	}
+	b.WriteByte('\n')
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+// rpcError is a JSON-RPC error response with the given raw id.
+func rpcError(id json.RawMessage, e *jsonrpc.Error) []byte {
+	if len(id) == 0 {
+		id = json.RawMessage("null")
+	}
+	b, _ := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   *jsonrpc.Error  `json:"error"`
+	}{"2.0", id, e})
+	return b
+}
+
+// rpcResult is a JSON-RPC result response with the given raw id.
+func rpcResult(id, result json.RawMessage) []byte {
+	b := make([]byte, 0, len(result)+len(id)+32)
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = append(b, id...)
+	b = append(b, `,"result":`...)
+	b = append(b, result...)
+	return append(b, '}')
+}
+
+// withID returns a stored response with another request's id.
+func withID(stored []byte, id json.RawMessage) []byte {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(stored, &m) != nil {
+		return stored
+	}
+	m["id"] = id
+	b, err := json.Marshal(m)
+	if err != nil {
+		return stored
+	}
+	return b
+}
+
+func errText(err error) string {
+	if e, ok := upstream.AsError(err); ok {
+		if e.Err != nil {
+			return e.Code + ": " + e.Message + " (" + e.Err.Error() + ")"
+		}
+		return e.Code + ": " + e.Message
+	}
+	return err.Error()
+}

@@ -1,0 +1,164 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mrtr-wasm/mrtr-wasm/host"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/telemetry"
+)
+
+// TraceGuard wraps a guard with a span per step ("guard ask", "guard
+// resume", "guard once"); with tracing off it returns g itself.
+func TraceGuard(g Guard, tel *telemetry.Telemetry) Guard {
+	if !tel.Enabled() {
+		return g
+	}
+	return &tracedGuard{g, tel}
+}
+
+type tracedGuard struct {
+	g   Guard
+	tel *telemetry.Telemetry
+}
+
+func (t *tracedGuard) Ask(ctx context.Context, req *host.Request, in []host.InputRequest, opts ...host.AskOption) (*host.InputRequiredResult, error) {
+	ctx, s := t.tel.StartStep(ctx, "guard ask")
+	s.SetString("mrtr.target", req.Target)
+	r, err := t.g.Ask(ctx, req, in, opts...)
+	endStep(s, err)
+	return r, err
+}
+
+func (t *tracedGuard) Resume(ctx context.Context, req *host.Request) (*host.Outcome, error) {
+	ctx, s := t.tel.StartStep(ctx, "guard resume")
+	s.SetString("mrtr.target", req.Target)
+	o, err := t.g.Resume(ctx, req)
+	if o != nil {
+		s.SetString("mrtr.outcome", string(o.Status))
+		s.SetInt("mrtr.round", o.Round)
+	}
+	if e, ok := host.AsError(err); ok && e.Reason != "" {
+		s.SetString("mrtr.reason", e.Reason)
+	}
+	endStep(s, err)
+	return o, err
+}
+
+func (t *tracedGuard) Once(ctx context.Context, out *host.Outcome, effect func(context.Context) ([]byte, error)) ([]byte, bool, error) {
+	ctx, s := t.tel.StartStep(ctx, "guard once")
+	r, replay, err := t.g.Once(ctx, out, effect)
+	if err == nil {
+		if replay {
+			s.SetString("mrtr.once", "replay")
+		} else {
+			s.SetString("mrtr.once", "run")
+		}
+	}
+	endStep(s, err)
+	return r, replay, err
+}
+
+// endStep records a guard error by its stable code, never its text.
+func endStep(s telemetry.Span, err error) {
+	if e, ok := host.AsError(err); ok {
+		s.Fail(e.Code)
+		err = nil
+	}
+	s.End(err)
+}
+
+// TracePolicy wraps a guard policy with a span per evaluation ("policy
+// ask", "policy resume"); with tracing off it returns p itself.
+func TracePolicy(p host.Policy, tel *telemetry.Telemetry) host.Policy {
+	if !tel.Enabled() || p == nil {
+		return p
+	}
+	return &tracedPolicy{p, tel}
+}
+
+type tracedPolicy struct {
+	p   host.Policy
+	tel *telemetry.Telemetry
+}
+
+func (tp *tracedPolicy) Ask(ctx context.Context, q *host.PolicyQuery) (*host.PolicyDecision, error) {
+	ctx, s := tp.tel.StartStep(ctx, "policy ask")
+	d, err := tp.p.Ask(ctx, q)
+	endDecision(s, d, err)
+	return d, err
+}
+
+func (tp *tracedPolicy) Resume(ctx context.Context, q *host.PolicyQuery) (*host.PolicyDecision, error) {
+	ctx, s := tp.tel.StartStep(ctx, "policy resume")
+	d, err := tp.p.Resume(ctx, q)
+	endDecision(s, d, err)
+	return d, err
+}
+
+// endDecision records allow or deny and the denial's stable code.
+func endDecision(s telemetry.Span, d *host.PolicyDecision, err error) {
+	if d != nil {
+		if d.Allow && len(d.Denials) == 0 {
+			s.SetString("mrtr.policy.decision", "allow")
+		} else {
+			s.SetString("mrtr.policy.decision", "deny")
+			code := d.Code
+			if code == "" && len(d.Denials) > 0 {
+				code = d.Denials[0].Code
+			}
+			s.SetString("mrtr.policy.denial", code)
+		}
+	}
+	endStep(s, err)
+}
+
+// ServerSpans is the SDK middleware that starts a server span per MCP
+// request (not per notification), parented by the caller's traceparent
+// (the HTTP header, or _meta on stdio).
+func ServerSpans(tel *telemetry.Telemetry) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if strings.HasPrefix(method, "notifications/") {
+				return next(ctx, method, req)
+			}
+			var meta map[string]any
+			var target string
+			if p := req.GetParams(); p != nil {
+				if v := reflect.ValueOf(p); v.Kind() != reflect.Pointer || !v.IsNil() {
+					meta = p.GetMeta()
+					switch p := p.(type) {
+					case *mcp.CallToolParamsRaw:
+						target = p.Name
+					case *mcp.CallToolParams:
+						target = p.Name
+					case *mcp.GetPromptParams:
+						target = p.Name
+					case *mcp.ReadResourceParams:
+						target = p.URI
+					}
+				}
+			}
+			var h map[string][]string
+			if ex := req.GetExtra(); ex != nil {
+				h = ex.Header
+			}
+			ctx, span := tel.StartServer(ctx, method, target, h, meta)
+			res, err := next(ctx, method, req)
+			if r, ok := res.(*mcp.CallToolResult); ok && r != nil && r.IsError {
+				span.Fail("tool_error")
+			}
+			var je *jsonrpc.Error
+			if errors.As(err, &je) {
+				span.SetInt("rpc.jsonrpc.error_code", int(je.Code))
+			}
+			endStep(span, err)
+			return res, err
+		}
+	}
+}

@@ -1,0 +1,316 @@
+package upstream
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// HTTPOptions configure a Streamable HTTP upstream.
+type HTTPOptions struct {
+	// URL is the upstream's MCP endpoint, e.g. http://127.0.0.1:9000/mcp.
+	URL string
+	// Header is sent with every request (static credentials from
+	// --upstream-header). It is never logged.
+	Header http.Header
+	// Timeout bounds one whole call, streamed messages included
+	// (default 60 s).
+	Timeout time.Duration
+	// MaxBody bounds a JSON body or one event of a stream (default 8 MiB).
+	MaxBody int64
+	// Transport replaces the pooled default (tests).
+	Transport http.RoundTripper
+}
+
+// HTTP is an upstream reached over Streamable HTTP (MCP 2026-07-28:
+// stateless, one POST per message; the answer is application/json or a
+// text/event-stream that ends with the response).
+type HTTP struct {
+	url     string
+	header  http.Header
+	timeout time.Duration
+	maxBody int64
+	client  *http.Client
+	down    atomic.Pointer[Error] // the last failure, until a call succeeds
+}
+
+// NewHTTP checks the options and builds the upstream.
+func NewHTTP(o HTTPOptions) (*HTTP, error) {
+	u, err := url.Parse(o.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, errors.New("upstream: the URL must be http:// or https:// with a host")
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 60 * time.Second
+	}
+	if o.MaxBody <= 0 {
+		o.MaxBody = 8 << 20
+	}
+	rt := o.Transport
+	if rt == nil {
+		rt = &http.Transport{
+			Proxy:                 nil, // loopback and private upstreams: never an environment proxy
+			DialContext:           (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			MaxIdleConns:          256,
+			MaxIdleConnsPerHost:   128,
+			IdleConnTimeout:       90 * time.Second,
+			TLSHandshakeTimeout:   5 * time.Second,
+			ResponseHeaderTimeout: o.Timeout,
+			ExpectContinueTimeout: time.Second,
+		}
+	}
+	h := o.Header.Clone()
+	if h == nil {
+		h = http.Header{}
+	}
+	return &HTTP{url: o.URL, header: h, timeout: o.Timeout, maxBody: o.MaxBody,
+		client: &http.Client{Transport: rt, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}, nil
+}
+
+// ID is the upstream's URL without user info, query or fragment.
+func (u *HTTP) ID() string {
+	p, err := url.Parse(u.url)
+	if err != nil {
+		return u.url
+	}
+	p.User, p.RawQuery, p.Fragment = nil, "", ""
+	return p.String()
+}
+
+// Health is the last failure, until a call succeeds.
+func (u *HTTP) Health() error {
+	if e := u.down.Load(); e != nil {
+		return e
+	}
+	return nil
+}
+
+// Close drops idle connections.
+func (u *HTTP) Close() error {
+	u.client.CloseIdleConnections()
+	return nil
+}
+
+func (u *HTTP) newRequest(ctx context.Context, msg []byte, h http.Header) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.url, bytes.NewReader(msg))
+	if err != nil {
+		return nil, Errorf(CodeUnavailable, "the upstream request could not be built", nil)
+	}
+	for k, v := range u.header {
+		req.Header[k] = v
+	}
+	for k, v := range h {
+		req.Header[k] = v
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	return req, nil
+}
+
+// Call posts msg and returns the response to it; see Upstream.
+func (u *HTTP) Call(ctx context.Context, msg []byte, h http.Header, onMessage func(raw []byte) error) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, u.timeout)
+	defer cancel()
+	out, err := u.call(ctx, msg, h, onMessage)
+	if err != nil {
+		if e, ok := AsError(err); ok && (e.Code == CodeUnavailable || e.Code == CodeTimeout) {
+			u.down.Store(e)
+		}
+		return nil, err
+	}
+	u.down.Store(nil)
+	return out, nil
+}
+
+func (u *HTTP) call(ctx context.Context, msg []byte, h http.Header, onMessage func(raw []byte) error) ([]byte, error) {
+	req, err := u.newRequest(ctx, msg, h)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := u.client.Do(req)
+	if err != nil {
+		return nil, transportError(ctx, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode >= 500 {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		return nil, Errorf(CodeUnavailable, fmt.Sprintf("the upstream answered HTTP %d", resp.StatusCode), nil)
+	}
+	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	switch ct {
+	case "text/event-stream":
+		streamStarted(ctx)
+		return u.readStream(ctx, resp.Body, onMessage)
+	case "application/json":
+		b, err := u.readBody(ctx, resp.Body)
+		if err != nil {
+			return nil, err
+		}
+		// A 4xx with a JSON-RPC error (a header mismatch, a bad request)
+		// is the upstream's answer: relay it.
+		if !isResponse(b) {
+			return nil, Errorf(CodeBadResponse, fmt.Sprintf("the upstream answered HTTP %d without a JSON-RPC response", resp.StatusCode), nil)
+		}
+		return b, nil
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	return nil, Errorf(CodeBadResponse, fmt.Sprintf("the upstream answered HTTP %d with content type %q", resp.StatusCode, ct), nil)
+}
+
+func (u *HTTP) readBody(ctx context.Context, r io.Reader) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, u.maxBody+1))
+	if err != nil {
+		return nil, transportError(ctx, err)
+	}
+	if int64(len(b)) > u.maxBody {
+		return nil, Errorf(CodeTooLarge, fmt.Sprintf("the upstream's answer is over the limit of %d bytes", u.maxBody), nil)
+	}
+	return b, nil
+}
+
+// readStream relays each event of a text/event-stream as it arrives and
+// returns the first JSON-RPC response.
+func (u *HTTP) readStream(ctx context.Context, body io.Reader, onMessage func(raw []byte) error) ([]byte, error) {
+	br := bufio.NewReaderSize(body, 32<<10)
+	var data []byte
+	inData := false
+	for {
+		line, err := readStreamLine(br, u.maxBody)
+		if err != nil {
+			if e, ok := AsError(err); ok {
+				return nil, e
+			}
+			if errors.Is(err, io.EOF) {
+				return nil, Errorf(CodeBadResponse, "the upstream's stream ended without a response", nil)
+			}
+			return nil, transportError(ctx, err)
+		}
+		if len(line) == 0 {
+			if !inData {
+				continue
+			}
+			msg := data
+			data, inData = nil, false
+			if isResponse(msg) {
+				return msg, nil
+			}
+			if !json.Valid(msg) {
+				return nil, Errorf(CodeBadResponse, "the upstream's stream carried an event that is not JSON", nil)
+			}
+			if onMessage != nil {
+				if err := onMessage(msg); err != nil {
+					return nil, err
+				}
+			}
+			continue
+		}
+		v, ok := bytes.CutPrefix(line, []byte("data:"))
+		if !ok {
+			continue // event:, id:, retry:, comments
+		}
+		v = bytes.TrimPrefix(v, []byte(" "))
+		if int64(len(data)+len(v)) > u.maxBody {
+			return nil, Errorf(CodeTooLarge, fmt.Sprintf("an event of the upstream's stream is over the limit of %d bytes", u.maxBody), nil)
+		}
+		if inData {
+			data = append(data, '\n')
+		}
+		data = append(data, v...)
+		inData = true
+	}
+}
+
+// readStreamLine reads one line without its end (LF or CRLF), up to max bytes.
+func readStreamLine(br *bufio.Reader, max int64) ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if int64(len(line)+len(chunk)) > max+2 {
+			return nil, Errorf(CodeTooLarge, fmt.Sprintf("a line of the upstream's stream is over the limit of %d bytes", max), nil)
+		}
+		if err == bufio.ErrBufferFull {
+			line = append(line, chunk...)
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if line == nil {
+			line = chunk
+		} else {
+			line = append(line, chunk...)
+		}
+		line = bytes.TrimSuffix(line, []byte("\n"))
+		return bytes.TrimSuffix(line, []byte("\r")), nil
+	}
+}
+
+// isResponse reports whether b is one JSON-RPC response: an object with
+// an id and a result or an error, and no method.
+func isResponse(b []byte) bool {
+	var p struct {
+		ID     json.RawMessage `json:"id"`
+		Method *string         `json:"method"`
+		Result json.RawMessage `json:"result"`
+		Error  json.RawMessage `json:"error"`
+	}
+	t := bytes.TrimSpace(b)
+	if len(t) == 0 || t[0] != '{' || json.Unmarshal(t, &p) != nil {
+		return false
+	}
+	return p.Method == nil && len(p.ID) > 0 && (len(p.Result) > 0 || len(p.Error) > 0)
+}
+
+// Send posts a message that has no response.
+func (u *HTTP) Send(ctx context.Context, msg []byte, h http.Header) error {
+	ctx, cancel := context.WithTimeout(ctx, u.timeout)
+	defer cancel()
+	req, err := u.newRequest(ctx, msg, h)
+	if err != nil {
+		return err
+	}
+	resp, err := u.client.Do(req)
+	if err != nil {
+		return transportError(ctx, err)
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	if resp.StatusCode >= 500 {
+		return Errorf(CodeUnavailable, fmt.Sprintf("the upstream answered HTTP %d", resp.StatusCode), nil)
+	}
+	return nil
+}
+
+// transportError classifies a failure to reach or read the upstream. The
+// cause kept for logs drops *url.Error's URL (it may hold credentials).
+func transportError(ctx context.Context, err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	if errors.Is(err, context.DeadlineExceeded) || ctx.Err() == context.DeadlineExceeded {
+		return Errorf(CodeTimeout, "the upstream did not answer in time", err)
+	}
+	if errors.Is(err, context.Canceled) {
+		return Errorf(CodeUnavailable, "the call was cancelled", err)
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return Errorf(CodeTimeout, "the upstream did not answer in time", err)
+	}
+	if strings.Contains(err.Error(), "refused") {
+		return Errorf(CodeUnavailable, "the upstream refused the connection", err)
+	}
+	return Errorf(CodeUnavailable, "the upstream could not be reached or closed the connection", err)
+}

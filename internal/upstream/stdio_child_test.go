@@ -1,0 +1,239 @@
+package upstream
+
+// The test binary doubles as the stdio child: run with MRTR_TEST_CHILD set,
+// TestMain runs a small MCP server on stdin/stdout instead of the tests.
+// Its behaviour (MRTR_TEST_CHILD) and tools make the hostile cases real:
+// a process that dies, hangs, writes garbage or asks the client things.
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestMain(m *testing.M) {
+	if mode, ok := os.LookupEnv("MRTR_TEST_CHILD"); ok {
+		runChild(mode)
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+type childServer struct {
+	mode      string
+	wmu       sync.Mutex
+	mu        sync.Mutex
+	cancelled []json.RawMessage
+	replies   map[string]chan json.RawMessage
+}
+
+func (c *childServer) send(v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	c.raw(append(b, '\n'))
+}
+
+func (c *childServer) raw(b []byte) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	_, _ = os.Stdout.Write(b)
+}
+
+type rpc struct {
+	JSONRPC string          `json:"jsonrpc,omitempty"`
+	ID      json.RawMessage `json:"id,omitempty"`
+	Method  string          `json:"method,omitempty"`
+	Params  json.RawMessage `json:"params,omitempty"`
+	Result  json.RawMessage `json:"result,omitempty"`
+	Error   json.RawMessage `json:"error,omitempty"`
+}
+
+func runChild(mode string) {
+	if mode == "crashafter" {
+		// Counts its starts in a file: the first start works, every later
+		// one dies at once (a crash loop).
+		f := os.Getenv("MRTR_TEST_COUNTER")
+		b, _ := os.ReadFile(f)
+		n, _ := strconv.Atoi(string(b))
+		_ = os.WriteFile(f, []byte(strconv.Itoa(n+1)), 0o600)
+		if n > 0 {
+			fmt.Fprintln(os.Stderr, "crashafter: refusing to start again")
+			os.Exit(1)
+		}
+	}
+	if mode == "sleeper" {
+		time.Sleep(5 * time.Minute)
+		return
+	}
+	if mode == "slowstart" {
+		time.Sleep(600 * time.Millisecond)
+	}
+	if mode == "ignoreterm" {
+		signal.Ignore(syscall.SIGTERM)
+	}
+	if mode == "banner" {
+		fmt.Println("Starting my server v1.0 ...")
+	}
+	c := &childServer{mode: mode, replies: map[string]chan json.RawMessage{}}
+	sc := bufio.NewScanner(os.Stdin)
+	sc.Buffer(make([]byte, 1<<20), 8<<20)
+	for sc.Scan() {
+		var m rpc
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			fmt.Fprintln(os.Stderr, "child: bad input:", err)
+			continue
+		}
+		if m.Method == "" {
+			c.mu.Lock()
+			ch := c.replies[string(m.ID)]
+			c.mu.Unlock()
+			if ch != nil {
+				ch <- sc.Bytes()
+			}
+			continue
+		}
+		if len(m.ID) == 0 {
+			if m.Method == "notifications/cancelled" {
+				var p struct {
+					RequestID json.RawMessage `json:"requestId"`
+				}
+				_ = json.Unmarshal(m.Params, &p)
+				c.mu.Lock()
+				c.cancelled = append(c.cancelled, p.RequestID)
+				c.mu.Unlock()
+			}
+			continue
+		}
+		go c.handle(m, slices.Clone(sc.Bytes()))
+	}
+	if mode == "ignoreterm" {
+		time.Sleep(time.Hour)
+	}
+}
+
+func (c *childServer) result(id json.RawMessage, v any) {
+	b, _ := json.Marshal(v)
+	c.send(rpc{JSONRPC: "2.0", ID: id, Result: b})
+}
+
+func (c *childServer) handle(m rpc, line []byte) {
+	switch m.Method {
+	case "server/discover":
+		if c.mode == "legacy" {
+			c.send(map[string]any{"jsonrpc": "2.0", "id": m.ID, "error": map[string]any{"code": -32601, "message": "Method not found"}})
+			return
+		}
+		if c.mode == "nodiscover" {
+			return
+		}
+		c.result(m.ID, map[string]any{"supportedVersions": []string{"2026-07-28"}, "capabilities": map[string]any{"tools": map[string]any{}},
+			"serverInfo": map[string]any{"name": "child", "version": "1"}})
+	case "initialize":
+		c.result(m.ID, map[string]any{"protocolVersion": "2025-11-25", "capabilities": map[string]any{"tools": map[string]any{}},
+			"serverInfo": map[string]any{"name": "legacy-child", "version": "1"}})
+	case "tools/call":
+		var p struct {
+			Name      string         `json:"name"`
+			Arguments map[string]any `json:"arguments"`
+			Meta      map[string]any `json:"_meta"`
+		}
+		_ = json.Unmarshal(m.Params, &p)
+		c.tool(m, p.Name, p.Arguments, p.Meta)
+	default:
+		c.send(map[string]any{"jsonrpc": "2.0", "id": m.ID, "error": map[string]any{"code": -32601, "message": "Method not found"}})
+	}
+}
+
+func (c *childServer) tool(m rpc, name string, args, meta map[string]any) {
+	text := func(s string) map[string]any {
+		return map[string]any{"content": []any{map[string]any{"type": "text", "text": s}}}
+	}
+	switch name {
+	case "echo":
+		r := text("echo")
+		r["structuredContent"] = map[string]any{"id": m.ID, "meta": meta, "arguments": args}
+		c.result(m.ID, r)
+	case "progress":
+		for i := range 3 {
+			c.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/progress",
+				"params": map[string]any{"progressToken": meta["progressToken"], "progress": i + 1, "total": 3}})
+		}
+		c.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/message", "params": map[string]any{"level": "info", "data": "done"}})
+		c.result(m.ID, text("progressed"))
+	case "sleep":
+		ms, _ := args["ms"].(float64)
+		time.Sleep(time.Duration(ms) * time.Millisecond)
+		c.result(m.ID, text("slept"))
+	case "die":
+		fmt.Fprintln(os.Stderr, "child: dying mid-call")
+		os.Exit(3)
+	case "garbage":
+		c.raw([]byte("this is not json\n"))
+		c.raw([]byte(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"content":[` + "\n"))
+	case "garbage-only":
+		c.raw([]byte("<html>oops</html>\n"))
+	case "big":
+		n, _ := args["bytes"].(float64)
+		c.result(m.ID, text(strings.Repeat("x", int(n))))
+	case "ask":
+		id := json.RawMessage(`"srv-1"`)
+		ch := make(chan json.RawMessage, 1)
+		c.mu.Lock()
+		c.replies[string(id)] = ch
+		c.mu.Unlock()
+		c.send(map[string]any{"jsonrpc": "2.0", "id": id, "method": "elicitation/create",
+			"params": map[string]any{"message": "Your password?", "requestedSchema": map[string]any{"type": "object",
+				"properties": map[string]any{"password": map[string]any{"type": "string"}}}}})
+		select {
+		case reply := <-ch:
+			c.result(m.ID, text("the client said: "+string(reply)))
+		case <-time.After(5 * time.Second):
+			c.result(m.ID, text("no reply"))
+		}
+	case "env":
+		r := text("env")
+		r["structuredContent"] = map[string]any{"env": os.Environ()}
+		c.result(m.ID, r)
+	case "stderr":
+		n, _ := args["lines"].(float64)
+		for i := range int(n) {
+			fmt.Fprintf(os.Stderr, "line %d of the child's log\n", i)
+		}
+		c.result(m.ID, text("logged"))
+	case "spawn":
+		exe, _ := os.Executable()
+		cmd := exec.Command(exe)
+		cmd.Env = []string{"MRTR_TEST_CHILD=sleeper"}
+		if err := cmd.Start(); err != nil {
+			c.result(m.ID, text("spawn: "+err.Error()))
+			return
+		}
+		r := text("spawned")
+		r["structuredContent"] = map[string]any{"pid": cmd.Process.Pid}
+		c.result(m.ID, r)
+	case "cancelled":
+		c.mu.Lock()
+		r := text("cancelled")
+		r["structuredContent"] = map[string]any{"ids": c.cancelled}
+		c.mu.Unlock()
+		c.result(m.ID, r)
+	case "pid":
+		r := text("pid")
+		r["structuredContent"] = map[string]any{"pid": os.Getpid()}
+		c.result(m.ID, r)
+	default:
+		c.result(m.ID, map[string]any{"isError": true, "content": []any{map[string]any{"type": "text", "text": "no tool " + name}}})
+	}
+}

@@ -1,0 +1,268 @@
+package upstream
+
+// The stdio multiplexer rewrites three things in the bytes it relays (the
+// id, the progress token, _meta.traceparent) and leaves every other byte
+// as it was: it splices values in place instead of decoding and
+// re-encoding the message.
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strconv"
+)
+
+// member is one member of a JSON object: its key and the span of its value.
+type member struct {
+	key        string
+	start, end int
+}
+
+var (
+	errNotObject = errors.New("not a JSON object")
+	errDupKey    = errors.New("duplicate key")
+	errTruncated = errors.New("truncated JSON")
+)
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && isSpace(b[i]) {
+		i++
+	}
+	return i
+}
+
+// skipString returns the index after the string that starts at b[i] ('"').
+func skipString(b []byte, i int) int {
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return -1
+}
+
+// skipValue returns the index after the value that starts at b[i], or -1
+// when b ends first. It trusts b to be valid JSON (the caller checked), and
+// only needs to stay within bounds when it is not (a truncated prefix).
+func skipValue(b []byte, i int) int {
+	if i >= len(b) {
+		return -1
+	}
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		depth := 0
+		for ; i < len(b); i++ {
+			switch b[i] {
+			case '"':
+				if i = skipString(b, i); i < 0 {
+					return -1
+				}
+				i--
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return i + 1
+				}
+			}
+		}
+		return -1
+	}
+	for ; i < len(b); i++ {
+		switch b[i] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			return i
+		}
+	}
+	return i
+}
+
+// objectMembers lists the members of the object in b. A duplicate key is
+// an error (two parsers that keep different copies are how messages get
+// smuggled). On a truncated or invalid b it returns the members read so
+// far with an error.
+func objectMembers(b []byte) ([]member, error) {
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return nil, errNotObject
+	}
+	var ms []member
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return ms, nil
+	}
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return ms, errTruncated
+		}
+		ke := skipString(b, i)
+		if ke < 0 {
+			return ms, errTruncated
+		}
+		key := string(b[i+1 : ke-1])
+		if bytes.IndexByte(b[i:ke], '\\') >= 0 {
+			if json.Unmarshal(b[i:ke], &key) != nil {
+				return ms, errTruncated
+			}
+		}
+		i = skipSpace(b, ke)
+		if i >= len(b) || b[i] != ':' {
+			return ms, errTruncated
+		}
+		i = skipSpace(b, i+1)
+		ve := skipValue(b, i)
+		if ve < 0 || ve == i {
+			return ms, errTruncated
+		}
+		if slices.ContainsFunc(ms, func(m member) bool { return m.key == key }) {
+			return ms, errDupKey
+		}
+		ms = append(ms, member{key, i, ve})
+		i = skipSpace(b, ve)
+		if i >= len(b) {
+			return ms, errTruncated
+		}
+		switch b[i] {
+		case ',':
+			i = skipSpace(b, i+1)
+		case '}':
+			return ms, nil
+		default:
+			return ms, errTruncated
+		}
+	}
+}
+
+func find(ms []member, key string) (member, bool) {
+	for _, m := range ms {
+		if m.key == key {
+			return m, true
+		}
+	}
+	return member{}, false
+}
+
+// edit replaces b[start:end] with repl.
+type edit struct {
+	start, end int
+	repl       []byte
+}
+
+// splice applies non-overlapping edits to b, into a new slice.
+func splice(b []byte, edits ...edit) []byte {
+	slices.SortFunc(edits, func(a, b edit) int { return a.start - b.start })
+	n := len(b)
+	for _, e := range edits {
+		n += len(e.repl) - (e.end - e.start)
+	}
+	out := make([]byte, 0, n)
+	at := 0
+	for _, e := range edits {
+		out = append(out, b[at:e.start]...)
+		out = append(out, e.repl...)
+		at = e.end
+	}
+	return append(out, b[at:]...)
+}
+
+// setMember returns obj (a JSON object) with key set to val: the value
+// replaced in place when the key is there, else the member added first.
+func setMember(obj []byte, key string, val []byte) ([]byte, error) {
+	ms, err := objectMembers(obj)
+	if err != nil {
+		return nil, err
+	}
+	if m, ok := find(ms, key); ok {
+		return splice(obj, edit{m.start, m.end, val}), nil
+	}
+	k, _ := json.Marshal(key)
+	ins := append(append(append(k, ':'), val...), ',')
+	if len(ms) == 0 {
+		ins = ins[:len(ins)-1]
+	}
+	open := bytes.IndexByte(obj, '{') + 1
+	return splice(obj, edit{open, open, ins}), nil
+}
+
+// rpcMessage is a JSON-RPC message with the spans of its members.
+type rpcMessage struct {
+	raw     []byte
+	members []member
+	method  string
+	hasID   bool
+	id      member
+}
+
+func (m *rpcMessage) get(key string) (member, bool) { return find(m.members, key) }
+
+func (m *rpcMessage) value(mb member) []byte { return m.raw[mb.start:mb.end] }
+
+func (m *rpcMessage) isResponse() bool {
+	_, r := m.get("result")
+	_, e := m.get("error")
+	return m.method == "" && m.hasID && r != e
+}
+
+// parseMessage reads the envelope of one JSON-RPC message (one line).
+func parseMessage(line []byte) (*rpcMessage, error) {
+	if !json.Valid(line) {
+		return nil, errors.New("not valid JSON")
+	}
+	ms, err := objectMembers(line)
+	if err != nil {
+		return nil, err
+	}
+	m := &rpcMessage{raw: line, members: ms}
+	if v, ok := m.get("jsonrpc"); !ok || string(m.value(v)) != `"2.0"` {
+		return nil, errors.New(`no "jsonrpc": "2.0"`)
+	}
+	if v, ok := m.get("method"); ok {
+		if json.Unmarshal(m.value(v), &m.method) != nil || m.method == "" {
+			return nil, errors.New("method is not a string")
+		}
+	}
+	if v, ok := m.get("id"); ok && string(m.value(v)) != "null" {
+		if c := line[v.start]; c != '"' && c != '-' && (c < '0' || c > '9') {
+			return nil, errors.New("id is neither a string nor a number")
+		}
+		m.hasID, m.id = true, v
+	}
+	if m.method == "" && !m.isResponse() {
+		return nil, errors.New("neither a request, a notification nor a response")
+	}
+	return m, nil
+}
+
+// idInPrefix finds a numeric top-level id in the readable start of a
+// message that is too long or not valid JSON, so that the call it answers
+// fails at once instead of waiting for its timeout.
+func idInPrefix(prefix []byte) (int64, bool) {
+	ms, _ := objectMembers(prefix)
+	if m, ok := find(ms, "id"); ok {
+		n, err := strconv.ParseInt(string(prefix[m.start:m.end]), 10, 64)
+		return n, err == nil
+	}
+	return 0, false
+}
+
+// metaOf returns the span of params._meta and of params in a message, when
+// they are objects.
+func paramsObject(m *rpcMessage) (member, []member, bool, error) {
+	p, ok := m.get("params")
+	if !ok {
+		return member{}, nil, false, nil
+	}
+	ms, err := objectMembers(m.value(p))
+	if err != nil {
+		return p, nil, true, errors.New("params is not an object")
+	}
+	return p, ms, true, nil
+}

@@ -1,0 +1,114 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+)
+
+// Upstream is one MCP server the proxy forwards to. Implementations are
+// safe for concurrent use.
+type Upstream interface {
+	// Call sends one JSON-RPC request (raw bytes, with the client's id) and
+	// returns the final response to it, with that same id (a transport that
+	// multiplexes ids on one pipe rewrites and restores them). Messages that
+	// arrive before the response (notifications, progress, logging, and
+	// server-to-client requests) go to onMessage in order as they arrive; if
+	// onMessage returns an error, Call stops and returns it. h holds per-call
+	// headers (Mcp-Method, Mcp-Name, MCP-Protocol-Version, traceparent, a
+	// forwarded principal); a transport without headers may ignore them.
+	// Failures of the upstream are *Error.
+	Call(ctx context.Context, msg []byte, h http.Header, onMessage func(raw []byte) error) ([]byte, error)
+	// Send delivers one message that has no response: a notification, or
+	// the proxy's error reply to a server-to-client request.
+	Send(ctx context.Context, msg []byte, h http.Header) error
+	// ID names this upstream stably across restarts and replicas (the URL,
+	// or the command line); it is sealed into the proxy's requestState so
+	// a state opens only at a proxy for the same upstream.
+	ID() string
+	// Health is nil while the upstream can take calls.
+	Health() error
+	// Close stops the transport; calls in flight fail with CodeClosed.
+	Close() error
+}
+
+// Stable error codes of an upstream failure.
+const (
+	// CodeUnavailable: refused connection, a 5xx, a crashed or restarting
+	// child. Retryable.
+	CodeUnavailable = "mrtr.upstream.unavailable"
+	// CodeTimeout: no complete answer within the upstream timeout. Retryable.
+	CodeTimeout = "mrtr.upstream.timeout"
+	// CodeTooLarge: a body or message over the size limit. Retryable (the
+	// next call is served), though the same call will fail the same way.
+	CodeTooLarge = "mrtr.upstream.too_large"
+	// CodeBadResponse: the bytes are not a JSON-RPC answer to the call
+	// (garbage, a wrong content type, a stream that ended without the
+	// response). Retryable.
+	CodeBadResponse = "mrtr.upstream.bad_response"
+	// CodeClosed: the transport was closed by the proxy. Not retryable here.
+	CodeClosed = "mrtr.upstream.closed"
+)
+
+// JSONRPCCode is the JSON-RPC error code the proxy answers an upstream
+// failure with (internal error; data.code says which).
+const JSONRPCCode = -32603
+
+// Error is an upstream failure. Message is safe to send to the client: it
+// never holds upstream headers, credentials or body bytes.
+type Error struct {
+	Code    string
+	Message string
+	Err     error // the cause, for logs; may be nil
+}
+
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Is matches by code, so errors.Is(err, &Error{Code: CodeTimeout}) works.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	return ok && t.Code == e.Code
+}
+
+// Retryable says whether the same call may succeed if sent again.
+func (e *Error) Retryable() bool { return e.Code != CodeClosed }
+
+// Data is the JSON-RPC error data: {"code": …, "retryable": …}.
+func (e *Error) Data() json.RawMessage {
+	b, _ := json.Marshal(struct {
+		Code      string `json:"code"`
+		Retryable bool   `json:"retryable"`
+	}{e.Code, e.Retryable()})
+	return b
+}
+
+// AsError returns err as an *Error, if it is one.
+func AsError(err error) (*Error, bool) {
+	var e *Error
+	ok := errors.As(err, &e)
+	return e, ok
+}
+
+// Errorf builds an *Error with a fixed client-safe message and a cause.
+func Errorf(code, message string, cause error) *Error {
+	return &Error{Code: code, Message: message, Err: cause}
+}
+
+type streamStartKey struct{}
+
+// WithStreamStart returns a context whose calls report, through f, that
+// the upstream answers with an event stream (before its first event), so
+// the proxy can answer the same way. Transports without streams never
+// call it.
+func WithStreamStart(ctx context.Context, f func()) context.Context {
+	return context.WithValue(ctx, streamStartKey{}, f)
+}
+
+func streamStarted(ctx context.Context) {
+	if f, ok := ctx.Value(streamStartKey{}).(func()); ok && f != nil {
+		f()
+	}
+}
