@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/mrtr-wasm/mrtr-wasm/host"
-	"github.com/mrtr-wasm/mrtr-wasm/internal/proxy"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/identity"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/proxy"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/upstream"
 	"github.com/mrtr-wasm/mrtr-wasm/ledger"
 	"github.com/mrtr-wasm/mrtr-wasm/policy"
