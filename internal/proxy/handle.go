@@ -146,18 +146,24 @@ func (p *Proxy) refusedAsk(m *mcphttp.Message, err error) []byte {
 		return rpcError(m.ID, &jsonrpc.Error{Code: int64(e.JSONRPCCode()), Message: e.Message, Data: e.Data})
 	}
 	// A lint error or a policy denial: the form is the server's bug.
-	field, rule, code := e.Code, "", e.Code
-	if first, _, ok := e.PolicyDenials(); ok {
-		field, rule, code = first.Key, first.Rule, first.Code
-		if first.Field != "" {
-			field = first.Key + "." + first.Field
+	field, rule, code, why := "", "", e.Code, e.Message
+	if first, all, ok := e.PolicyDenials(); ok {
+		d := first
+		for _, x := range all {
+			if x.Key != "" {
+				d = x
+				break
+			}
+		}
+		field, rule, code, why = d.Key, d.Rule, d.Code, d.Message
+		if d.Field != "" {
+			field += "." + d.Field
 		}
 	} else if fs := e.Findings(); len(fs) > 0 {
-		field, code = fs[0].Key, fs[0].Code
+		field, code, why, rule = fs[0].Key, fs[0].Code, fs[0].Message, "guard core"
 		if fs[0].Field != "" {
-			field = fs[0].Key + "." + fs[0].Field
+			field += "." + fs[0].Field
 		}
-		rule = "guard core"
 	}
 	p.up.refused.WithLabelValues("form").Inc()
 	p.log.Warn("refused an upstream form", "target", m.Target(), "field", field, "code", code, "rule", rule)
@@ -165,7 +171,7 @@ func (p *Proxy) refusedAsk(m *mcphttp.Message, err error) []byte {
 	if rule != "" {
 		msg += ", rule " + rule
 	}
-	msg += "): " + e.Message + ". Server author: ask for secrets and data like this in URL mode (elicitation mode \"url\"), never in a form."
+	msg += "): " + why + ". Server author: ask for secrets and data like this in URL mode (elicitation mode \"url\"), never in a form."
 	if m.Method != "tools/call" {
 		return rpcError(m.ID, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: msg})
 	}
