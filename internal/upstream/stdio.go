@@ -774,7 +774,7 @@ func rewriteRequest(m *rpcMessage, cl *call, tp string) ([]byte, error) {
 func (s *Stdio) readStdout(c *child, r *os.File) {
 	defer close(c.read)
 	defer r.Close()
-	br := bufio.NewReaderSize(r, 64<<10)
+	br := bufio.NewReaderSize(r, 16<<10)
 	garbage := rate.NewLimiter(1, 5)
 	for {
 		line, long, err := readLine(br, s.cfg.MaxMessage)
@@ -963,7 +963,7 @@ func readLine(br *bufio.Reader, max int) (line []byte, long bool, err error) {
 // readStderr logs the child's stderr, line by line, rate-limited.
 func (s *Stdio) readStderr(c *child, r *os.File) {
 	defer r.Close()
-	br := bufio.NewReaderSize(r, 16<<10)
+	br := bufio.NewReaderSize(r, 4<<10)
 	lim := rate.NewLimiter(rate.Limit(s.cfg.StderrRate), s.cfg.StderrBurst)
 	dropped := 0
 	for {
