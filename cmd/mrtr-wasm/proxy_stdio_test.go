@@ -267,3 +267,40 @@ func TestProxyStdioBothSides(t *testing.T) {
 		t.Fatalf("answers %q\nlog:\n%s", got, logs)
 	}
 }
+
+// A child that keeps dying: the restarts stop at the cap and /healthz
+// says unhealthy (503) from then on.
+func TestProxyStdioCrashLoopHealthz(t *testing.T) {
+	bin := hostileChild(t)
+	counter := filepath.Join(t.TempDir(), "starts")
+	base, logs := startProxy(t, "--upstream-env", "MRTR_TEST_CHILD=crashafter", "--upstream-env", "MRTR_TEST_COUNTER="+counter, "--", bin)
+	health := func() (int, string) {
+		resp, err := http.Get(base + "/healthz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := health(); code != http.StatusOK {
+		t.Fatalf("healthz before the crash: %d %s", code, body)
+	}
+	if r := proxyCall(t, base, "die", `{}`, nil); r.Error == nil {
+		t.Fatalf("die: %+v", r)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		code, body := health()
+		if code == http.StatusServiceUnavailable && strings.Contains(body, "mrtr.upstream.unavailable") && strings.Contains(logs.String(), "upstream crash loop: not restarting") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("healthz %d %s\n%s", code, body, logs)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if r := proxyCall(t, base, "echo", `{}`, nil); r.Error == nil || !strings.Contains(r.Error.Message, "restarts have stopped") {
+		t.Fatalf("a call after the crash loop: %+v", r)
+	}
+}
