@@ -6,15 +6,29 @@
 // or changed-argument retry, nor an invalid answer, and must book once per
 // logical request however often the final retry is replayed.
 //
-//   node unguarded-server.ts [PORT]     prints "listening PORT"
-//   GET /stats                          what it saw and did, as JSON
+//   node unguarded-server.ts [PORT]     Streamable HTTP; prints "listening PORT";
+//                                       GET /stats: what it saw and did, as JSON
+//   STATS_FILE=F node unguarded-server.ts --stdio
+//                                       stdio; writes the same JSON to F after each call
 import http from 'node:http';
+import { writeFileSync } from 'node:fs';
 import { McpServer, createMcpHandler, inputRequired, acceptedContent } from '@modelcontextprotocol/server';
+import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import { z } from 'zod';
 
 type Seen = { method: string; name?: string; requestState?: string; inputResponses?: unknown; principal?: string };
 const seen: Seen[] = [];
+// Every tool call that reached a handler, with what the handler was given.
+const calls: { tool: string; requestState: string; inputResponses?: unknown }[] = [];
 const bookings: string[] = [];
+const stats = () => JSON.stringify({ seen, calls, bookings });
+function save() {
+  if (process.env.STATS_FILE) writeFileSync(process.env.STATS_FILE, stats());
+}
+function record(tool: string, requestState: string, inputResponses: unknown) {
+  calls.push({ tool, requestState, inputResponses });
+  save();
+}
 
 const contactSchema = {
   type: 'object' as const,
@@ -34,6 +48,7 @@ function factory() {
   }, async ({ topic }, ctx) => {
     const state = ctx.mcpReq.requestState<string>() ?? '';
     const responses = ctx.mcpReq.inputResponses;
+    record('book_demo', state, responses);
     if (state === '') {
       return inputRequired({ inputRequests: { contact: inputRequired.elicit({ message: `Who should we book the ${topic} demo for?`, requestedSchema: contactSchema }) }, requestState: 'step=1' });
     }
@@ -49,52 +64,61 @@ function factory() {
     const ok = acceptedContent<{ ok: boolean }>(responses, 'confirm');
     if (!m || !ok?.ok) return { content: [{ type: 'text', text: 'nothing booked' }] };
     bookings.push(`${topic}:${m[1]}:${m[2]}`);
+    save();
     return { content: [{ type: 'text', text: `booked ${topic} for ${m[1]} <${m[2]}> (booking ${bookings.length})` }] };
   });
   server.registerTool('ask_password', {
     description: 'Asks for a password in a form (what the proxy must refuse).',
     inputSchema: z.object({}),
-  }, async () => inputRequired({
+  }, async () => (record('ask_password', '', undefined), inputRequired({
     inputRequests: { login: inputRequired.elicit({ message: 'Sign in', requestedSchema: { type: 'object', properties: { user: { type: 'string' }, password: { type: 'string', title: 'Password' } }, required: ['user', 'password'] } }) },
-  }));
+  })));
   server.registerTool('echo', { description: 'Echoes its text.', inputSchema: z.object({ text: z.string() }) },
-    async ({ text }) => ({ content: [{ type: 'text', text }] }));
+    async ({ text }) => (record('echo', '', undefined), { content: [{ type: 'text', text }] }));
   return server;
 }
 
-const handler = createMcpHandler(factory, { legacy: 'reject' });
+if (process.argv[2] === '--stdio') {
+  serveStdio(factory, { legacy: 'reject' });
+} else {
+  serveHTTP();
+}
 
-const srv = http.createServer(async (req, res) => {
-  try {
-    if (req.method === 'GET' && req.url === '/stats') {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ seen, bookings }));
-      return;
-    }
-    const chunks: Buffer[] = [];
-    for await (const c of req) chunks.push(c as Buffer);
-    const body = Buffer.concat(chunks);
+function serveHTTP() {
+  const handler = createMcpHandler(factory, { legacy: 'reject' });
+
+  const srv = http.createServer(async (req, res) => {
     try {
-      const msg = JSON.parse(body.toString('utf8'));
-      if (msg && msg.method) {
-        seen.push({ method: msg.method, name: msg.params?.name, requestState: msg.params?.requestState, inputResponses: msg.params?.inputResponses, principal: req.headers['x-principal'] as string | undefined });
+      if (req.method === 'GET' && req.url === '/stats') {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(stats());
+        return;
       }
-    } catch { /* the SDK answers it */ }
-    const headers = new Headers();
-    for (const [k, v] of Object.entries(req.headers)) if (typeof v === 'string') headers.set(k, v);
-    const request = new Request(`http://${req.headers.host}${req.url}`, { method: req.method, headers, body: req.method === 'POST' ? body : undefined });
-    const response = await handler.fetch(request);
-    const out: Record<string, string> = {};
-    response.headers.forEach((v, k) => { out[k] = v; });
-    res.writeHead(response.status, out);
-    if (response.body) for await (const chunk of response.body) res.write(chunk);
-    res.end();
-  } catch (e) {
-    res.writeHead(500);
-    res.end(String(e));
-  }
-});
-srv.listen(Number(process.argv[2] ?? 0), '127.0.0.1', () => {
-  const a = srv.address();
-  console.log(`listening ${typeof a === 'object' && a ? a.port : a}`);
-});
+      const chunks: Buffer[] = [];
+      for await (const c of req) chunks.push(c as Buffer);
+      const body = Buffer.concat(chunks);
+      try {
+        const msg = JSON.parse(body.toString('utf8'));
+        if (msg && msg.method) {
+          seen.push({ method: msg.method, name: msg.params?.name, requestState: msg.params?.requestState, inputResponses: msg.params?.inputResponses, principal: req.headers['x-principal'] as string | undefined });
+        }
+      } catch { /* the SDK answers it */ }
+      const headers = new Headers();
+      for (const [k, v] of Object.entries(req.headers)) if (typeof v === 'string') headers.set(k, v);
+      const request = new Request(`http://${req.headers.host}${req.url}`, { method: req.method, headers, body: req.method === 'POST' ? body : undefined });
+      const response = await handler.fetch(request);
+      const out: Record<string, string> = {};
+      response.headers.forEach((v, k) => { out[k] = v; });
+      res.writeHead(response.status, out);
+      if (response.body) for await (const chunk of response.body) res.write(chunk);
+      res.end();
+    } catch (e) {
+      res.writeHead(500);
+      res.end(String(e));
+    }
+  });
+  srv.listen(Number(process.argv[2] ?? 0), '127.0.0.1', () => {
+    const a = srv.address();
+    console.log(`listening ${typeof a === 'object' && a ? a.port : a}`);
+  });
+}

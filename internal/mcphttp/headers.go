@@ -3,6 +3,7 @@ package mcphttp
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"math"
 	"mime"
 	"net"
@@ -13,14 +14,13 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
-// Message is what the checks read of one JSON-RPC message. Params stays
-// raw: only Name/URI, the _meta and (for Mcp-Param-* headers) the
-// arguments are read from it.
+// Message is what the checks read of one JSON-RPC message, parsed once:
+// the id, the method, and of the params the name or URI, the raw
+// arguments and inputResponses, the requestState and the _meta.
 type Message struct {
 	JSONRPC string          `json:"jsonrpc"`
 	ID      json.RawMessage `json:"id"`
 	Method  string          `json:"method"`
-	Params  json.RawMessage `json:"params"`
 	p       params
 }
 
@@ -31,6 +31,24 @@ type params struct {
 	RequestState   *string                    `json:"requestState"`
 	InputResponses json.RawMessage            `json:"inputResponses"`
 	Meta           map[string]json.RawMessage `json:"_meta"`
+}
+
+// UnmarshalJSON reads the message and its params in one pass.
+func (m *Message) UnmarshalJSON(b []byte) error {
+	var w struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Method  string          `json:"method"`
+		Params  *params         `json:"params"`
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	m.JSONRPC, m.ID, m.Method = w.JSONRPC, w.ID, w.Method
+	if w.Params != nil {
+		m.p = *w.Params
+	}
+	return nil
 }
 
 // ParseMessage reads one JSON-RPC request or notification. A batch, a
@@ -45,15 +63,14 @@ func ParseMessage(body []byte) (*Message, *jsonrpc.Error) {
 	}
 	m := &Message{}
 	if err := json.Unmarshal(t, m); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "params must be an object with the fields of the method"}
+		}
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeParseError, Message: "the body is not valid JSON"}
 	}
 	if m.JSONRPC != "2.0" || m.Method == "" {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: `not a JSON-RPC 2.0 request: "jsonrpc":"2.0" and a "method" are required`}
-	}
-	if len(m.Params) > 0 && string(m.Params) != "null" {
-		if err := json.Unmarshal(m.Params, &m.p); err != nil {
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "params must be an object"}
-		}
 	}
 	return m, nil
 }

@@ -50,15 +50,6 @@ const (
 	MetaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
 )
 
-// probe is the part of a JSON-RPC message the checks read.
-type probe struct {
-	ID     json.RawMessage `json:"id"`
-	Method string          `json:"method"`
-	Params *struct {
-		Meta map[string]json.RawMessage `json:"_meta"`
-	} `json:"params"`
-}
-
 // CheckMeta returns the -32602 error for a request without the required
 // _meta, or nil. Notifications and initialize pass.
 func CheckMeta(method string, isCall bool, meta map[string]json.RawMessage) *jsonrpc.Error {
@@ -110,59 +101,66 @@ func WriteRPCError(w http.ResponseWriter, status int, id json.RawMessage, e *jso
 	_, _ = w.Write(body)
 }
 
-// CheckRequests wraps an MCP HTTP handler with the checks above and
-// the 1 MiB body limit (HTTP 413 beyond it).
+// CheckRequests wraps an MCP HTTP handler with Check: a POST that fails
+// it is answered here; bytes that are not one JSON-RPC object (batches,
+// bad JSON) are left to next to refuse.
 func CheckRequests(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
 			next.ServeHTTP(w, r)
 			return
 		}
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
-		if err != nil {
-			var mbe *http.MaxBytesError
-			if errors.As(err, &mbe) {
-				http.Error(w, "request body exceeds 1 MiB", http.StatusRequestEntityTooLarge)
-				return
-			}
-			http.Error(w, "failed to read the body", http.StatusBadRequest)
-			return
+		if _, _, _, ok := Check(w, r); ok {
+			next.ServeHTTP(w, r)
 		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		// Every error below answers with the request's id (SEP-2575).
-		var p probe
-		parsed := false
-		if t := bytes.TrimSpace(body); len(t) > 0 && t[0] == '{' && json.Unmarshal(body, &p) == nil {
-			parsed = true
-		}
-		if v := r.Header.Get("MCP-Protocol-Version"); v != "" && v != ProtocolVersion {
-			data, _ := json.Marshal(map[string]any{"supported": []string{ProtocolVersion}, "requested": v})
-			WriteRPCError(w, http.StatusBadRequest, p.ID, &jsonrpc.Error{Code: CodeUnsupportedProtocolVersion,
-				Message: "unsupported protocol version: this server speaks " + ProtocolVersion, Data: data})
-			return
-		}
-		for _, h := range []string{"Mcp-Name", "Mcp-Method"} {
-			if v := r.Header.Get(h); v != "" {
-				d, ok := DecodeHeader(v)
-				if !ok {
-					WriteRPCError(w, http.StatusBadRequest, p.ID, &jsonrpc.Error{Code: CodeHeaderMismatch, Message: "malformed base64 value in the " + h + " header"})
-					return
-				}
-				r.Header.Set(h, d)
-			}
-		}
-		if parsed {
-			var meta map[string]json.RawMessage
-			if p.Params != nil {
-				meta = p.Params.Meta
-			}
-			isCall := len(p.ID) > 0 && string(p.ID) != "null"
-			if e := CheckMeta(p.Method, isCall, meta); e != nil {
-				WriteRPCError(w, http.StatusBadRequest, p.ID, e)
-				return
-			}
-		}
-		// Anything else (batches, bad JSON) is the SDK's to refuse.
-		next.ServeHTTP(w, r)
 	})
+}
+
+// Check applies the checks above to one POST: the 1 MiB body limit (HTTP
+// 413 beyond it), the protocol version header, the =?base64?…?= header
+// form (Mcp-Name and Mcp-Method are decoded in place) and the required
+// _meta. On a failure it answers (ok false). Otherwise it returns the body
+// (r.Body is replaced by a reader of it) and the message parsed once, or
+// nil with the parse error for bytes that are not one JSON-RPC message.
+func Check(w http.ResponseWriter, r *http.Request) (body []byte, m *Message, perr *jsonrpc.Error, ok bool) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			http.Error(w, "request body exceeds 1 MiB", http.StatusRequestEntityTooLarge)
+			return nil, nil, nil, false
+		}
+		http.Error(w, "failed to read the body", http.StatusBadRequest)
+		return nil, nil, nil, false
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	m, perr = ParseMessage(body)
+	// Every error below answers with the request's id (SEP-2575).
+	var id json.RawMessage
+	if m != nil {
+		id = m.ID
+	}
+	if v := r.Header.Get("MCP-Protocol-Version"); v != "" && v != ProtocolVersion {
+		data, _ := json.Marshal(map[string]any{"supported": []string{ProtocolVersion}, "requested": v})
+		WriteRPCError(w, http.StatusBadRequest, id, &jsonrpc.Error{Code: CodeUnsupportedProtocolVersion,
+			Message: "unsupported protocol version: this server speaks " + ProtocolVersion, Data: data})
+		return nil, nil, nil, false
+	}
+	for _, h := range []string{"Mcp-Name", "Mcp-Method"} {
+		if v := r.Header.Get(h); v != "" {
+			d, ok := DecodeHeader(v)
+			if !ok {
+				WriteRPCError(w, http.StatusBadRequest, id, &jsonrpc.Error{Code: CodeHeaderMismatch, Message: "malformed base64 value in the " + h + " header"})
+				return nil, nil, nil, false
+			}
+			r.Header.Set(h, d)
+		}
+	}
+	if m != nil {
+		if e := CheckMeta(m.Method, m.IsCall(), m.p.Meta); e != nil {
+			WriteRPCError(w, http.StatusBadRequest, id, e)
+			return nil, nil, nil, false
+		}
+	}
+	return body, m, perr, true
 }

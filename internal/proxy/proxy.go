@@ -104,7 +104,7 @@ func (p *Proxy) Metrics() *server.Metrics { return p.metrics }
 
 // Handler serves /mcp, /healthz and /metrics.
 func (p *Proxy) Handler() http.Handler {
-	var mcpHandler http.Handler = mcphttp.CheckRequests(http.HandlerFunc(p.serveMCP))
+	var mcpHandler http.Handler = http.HandlerFunc(p.serveMCP)
 	if p.cfg.Tokens != nil {
 		mcpHandler = auth.RequireBearerToken(p.cfg.Tokens.Verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(mcpHandler)
 	}
@@ -140,12 +140,10 @@ func (p *Proxy) serveMCP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, msg, status)
 		return
 	}
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		http.Error(w, "failed to read the body", http.StatusBadRequest)
+	body, m, jerr, ok := mcphttp.Check(w, r)
+	if !ok {
 		return
 	}
-	m, jerr := mcphttp.ParseMessage(body)
 	if jerr != nil {
 		mcphttp.WriteRPCError(w, http.StatusBadRequest, nil, jerr)
 		return

@@ -92,18 +92,25 @@ type rpcMsg struct {
 
 var idSeq atomic.Int64
 
-// callTool sends tools/call through the proxy; extra is spliced into params.
-func callTool(t testing.TB, base, name, args, extra string) (*rpcMsg, int) {
-	t.Helper()
-	id := idSeq.Add(1)
-	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":%s,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}%s}}`, id, name, args, extra)
+// toolRequest is a 2026-07-28 tools/call to base/mcp with its headers;
+// extra is spliced into params.
+func toolRequest(base string, id int64, name, args, extra string) *http.Request {
+	body := `{"jsonrpc":"2.0","id":` + fmt.Sprint(id) + `,"method":"tools/call","params":{"name":"` + name + `","arguments":` + args +
+		`,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}` + extra + `}}`
 	req, _ := http.NewRequest("POST", base+"/mcp", strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
 	req.Header.Set("Mcp-Method", "tools/call")
 	req.Header.Set("Mcp-Name", name)
-	resp, err := http.DefaultClient.Do(req)
+	return req
+}
+
+// callTool sends tools/call through the proxy; extra is spliced into params.
+func callTool(t testing.TB, base, name, args, extra string) (*rpcMsg, int) {
+	t.Helper()
+	id := idSeq.Add(1)
+	resp, err := http.DefaultClient.Do(toolRequest(base, id, name, args, extra))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,38 @@
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"testing"
+)
+
+// FuzzReadStream: any event stream ends in a response, a typed error, or
+// a relayed message, never a panic, and never an event over the limit.
+func FuzzReadStream(f *testing.F) {
+	for _, s := range []string{
+		"event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n",
+		"data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{}}\n\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n",
+		": comment\r\nid: 3\r\ndata: {\"jsonrpc\":\"2.0\",\r\ndata: \"id\":1,\"error\":{\"code\":1,\"message\":\"x\"}}\r\n\r\n",
+		"data: garbage\n\n",
+		"data: {\"a\":1}",
+	} {
+		f.Add([]byte(s))
+	}
+	u := &HTTP{maxBody: 256}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		out, err := u.readStream(context.Background(), bytes.NewReader(b), func(raw []byte) error {
+			if len(raw) > 256 {
+				t.Fatalf("an event over the limit was relayed: %d bytes", len(raw))
+			}
+			return nil
+		})
+		if err == nil && !isResponse(out) {
+			t.Fatalf("not a response: %q", out)
+		}
+		if err != nil {
+			if _, ok := AsError(err); !ok {
+				t.Fatalf("untyped error: %v", err)
+			}
+		}
+	})
+}
