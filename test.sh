@@ -45,7 +45,7 @@ echo "== fuzz smoke (the seed corpora also run in go test)"
 # retry too; a run the fuzzing engine itself gave up on (a worker it
 # thought hung on a loaded machine) gets one more chance, loudly.
 fuzzlog=$(mktemp)
-for t in FuzzCall FuzzOpen FuzzResume FuzzLint FuzzCanonical; do
+for t in FuzzCall FuzzOpen FuzzResume FuzzLint FuzzCanonical FuzzVocab; do
   for try in 1 2; do
     if go test ./guest/core -run XXX -fuzz "^$t\$" -fuzztime "${FUZZTIME:-10s}" -fuzzminimizetime 5s >"$fuzzlog" 2>&1; then
       break
@@ -59,6 +59,9 @@ go test -count=1 ./guest/core -run 'Fuzz' >/dev/null # every saved input, as see
 
 echo "== MCP conformance suite (14 input-required-result scenarios)"
 e2e/conformance.sh
+
+echo "== 2025-11-25 clients: TypeScript SDK 1.32.2, MCP Inspector 2.12.0 CLI and web UI (Chromium)"
+e2e/legacy.sh
 
 echo "== the conformance suite through mrtr-wasm proxy (go-sdk v1.8.0 fixture behind it)"
 e2e/proxy-conformance.sh

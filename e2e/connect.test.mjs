@@ -24,7 +24,7 @@ let server, base, logs = '';
 
 before(async () => {
   assert.ok(BIN, 'set MRTR_BIN to a built mrtr-wasm (e2e/browser.sh does)');
-  writeFileSync(join(work, 'tokens.json'), JSON.stringify({ [ALICE]: 'alice', [BOB]: 'bob' }));
+  writeFileSync(join(work, 'tokens.json'), JSON.stringify({ [ALICE]: 'alice', [BOB]: 'bob' }), { mode: 0o600 });
   const port = 20000 + Math.floor(Math.random() * 30000);
   base = `http://127.0.0.1:${port}`;
   server = spawn(BIN, ['serve', '--addr', `127.0.0.1:${port}`, '--auth-tokens', join(work, 'tokens.json'),

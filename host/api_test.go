@@ -436,7 +436,7 @@ func TestAPIExpiredState(t *testing.T) {
 		var now atomic.Int64
 		now.Store(time.Date(2026, 7, 28, 12, 0, 0, 0, time.UTC).UnixMilli())
 		clock := func() time.Time { return time.UnixMilli(now.Load()) }
-		g := newGuard(t, eng, WithClock(clock), WithTTL(2*time.Minute))
+		g := newGuard(t, eng, withClock(clock), WithTTL(2*time.Minute))
 		req := bookReq("alice")
 		res := ask(t, g, req, []InputRequest{contactInput()})
 		start := now.Load()

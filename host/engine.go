@@ -96,7 +96,7 @@ func newWasmEngine(ctx context.Context, cfg *config) (*wasmEngine, error) {
 	if maxMiB == 0 {
 		maxMiB = defaultMaxMiB
 	}
-	// Linear memory comes from memoryAllocator (memory_linux.go), which
+	// Linear memory comes from memoryAllocator (memory_unix.go), which
 	// reserves the limit once so that growing never copies.
 	rc := wazero.NewRuntimeConfigCompiler().
 		WithCloseOnContextDone(false).

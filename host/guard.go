@@ -1,7 +1,6 @@
 package host
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mrtr-wasm/mrtr-wasm/guest/core"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/testseam"
 	"github.com/mrtr-wasm/mrtr-wasm/ledger"
 	"github.com/mrtr-wasm/mrtr-wasm/wasm"
 )
@@ -41,6 +41,10 @@ type config struct {
 	module         []byte
 	policy         Policy
 	ledger         ledger.Ledger
+	ledgerWait     time.Duration
+	ledgerLease    time.Duration
+	ledgerMargin   time.Duration
+	ledgerTimeout  time.Duration
 }
 
 // WithKeys sets the keyring (required).
@@ -85,11 +89,18 @@ func WithMemoryLimit(mib int) Option { return func(c *config) { c.memoryLimitMiB
 // 256). A guest that needs more traps and its instance is replaced.
 func WithMaxMemory(mib int) Option { return func(c *config) { c.maxMemoryMiB = uint32(mib) } }
 
-// WithClock replaces the clock (tests).
-func WithClock(now func() time.Time) Option { return func(c *config) { c.now = now } }
+// withClock replaces the clock, and withRandom the source of nonces and
+// operation ids: test seams, reached through internal/testseam (or
+// export_test.go) so that no caller can weaken the nonces.
+func withClock(now func() time.Time) Option { return func(c *config) { c.now = now } }
 
-// WithRandom replaces the source of nonces and operation ids (tests).
-func WithRandom(r io.Reader) Option { return func(c *config) { c.rand = r } }
+func withRandom(r io.Reader) Option { return func(c *config) { c.rand = r } }
+
+func init() {
+	testseam.Register(
+		func(now func() time.Time) any { return withClock(now) },
+		func(r io.Reader) any { return withRandom(r) })
+}
 
 // WithModule runs another build of guard.wasm instead of the embedded one.
 func WithModule(b []byte) Option { return func(c *config) { c.module = b } }
@@ -99,6 +110,7 @@ func WithModule(b []byte) Option { return func(c *config) { c.module = b } }
 // concurrent use.
 type Guard struct {
 	cfg  config
+	once *onceLedger
 	eng  engine
 	idle chan *slot
 	live chan struct{}
@@ -144,7 +156,7 @@ func New(ctx context.Context, opts ...Option) (*Guard, error) {
 	if cfg.ttl < time.Second || cfg.ttl > core.MaxTTLSeconds*time.Second {
 		return nil, fmt.Errorf("mrtr: TTL %v is outside 1s..24h", cfg.ttl)
 	}
-	g := &Guard{cfg: cfg, idle: make(chan *slot, cfg.poolSize), live: make(chan struct{}, cfg.poolSize)}
+	g := &Guard{cfg: cfg, once: newOnceLedger(&cfg), idle: make(chan *slot, cfg.poolSize), live: make(chan struct{}, cfg.poolSize)}
 	switch cfg.engine {
 	case EngineNative:
 		g.eng = nativeEngine{}
@@ -378,10 +390,12 @@ func (g *Guard) call(ctx context.Context, env []byte, r *response) error {
 // guestResponse is a response envelope decoded from the guest.
 type guestResponse interface {
 	ok() bool
+	interrupted() bool
 	err() error
 }
 
-func (r *response) ok() bool { return r.OK }
+func (r *response) ok() bool          { return r.OK }
+func (r *response) interrupted() bool { return r.Interrupted }
 
 // callInto runs one envelope and decodes the response into r while the
 // instance is still held (the output lives in its memory).
@@ -404,6 +418,12 @@ func (g *Guard) callInto(ctx context.Context, env []byte, r guestResponse) error
 		return err
 	}
 	err = json.Unmarshal(out, r)
+	if r.interrupted() {
+		// Stopped at a checkpoint: discard the instance all the same, so
+		// a call that ran over never leaves anything behind.
+		g.discard(ctx, s)
+		return &Error{Code: CodeUnavailable, Message: "guard call stopped: deadline exceeded or cancelled"}
+	}
 	if s.inst.bloated() {
 		// A large request grew this instance's memory, which wasm never
 		// gives back: replace it rather than keep the memory.
@@ -438,16 +458,8 @@ func (g *Guard) invoke(ctx context.Context, s *slot, env []byte) ([]byte, error)
 		g.discard(ctx, s)
 		return nil, &Error{Code: CodeInternal, Message: "the guard module failed; its instance was replaced"}
 	}
-	if bytes.Contains(out[:min(len(out), 96)], interruptedCode) {
-		// Stopped at a checkpoint: discard the instance all the same, so
-		// a call that ran over never leaves anything behind.
-		g.discard(ctx, s)
-		return nil, &Error{Code: CodeUnavailable, Message: "guard call stopped: deadline exceeded or cancelled"}
-	}
 	return out, nil
 }
-
-var interruptedCode = []byte(`"code":"` + core.CodeInterrupted + `"`)
 
 // callRaw runs an envelope and returns a copy of the response bytes, for
 // the shared test vectors.
@@ -468,18 +480,21 @@ func (g *Guard) callRaw(ctx context.Context, env []byte) ([]byte, error) {
 
 // response is the guest's response envelope.
 type response struct {
-	OK          bool                       `json:"ok"`
-	Error       *wireError                 `json:"error"`
-	Status      Status                     `json:"status"`
-	OperationID string                     `json:"operationId"`
-	Round       int                        `json:"round"`
-	Result      *InputRequiredResult       `json:"result"`
-	Answers     map[string]json.RawMessage `json:"answers"`
-	Declined    []string                   `json:"declined"`
-	Cancelled   []string                   `json:"cancelled"`
-	Progress    string                     `json:"progress"`
-	Findings    []Finding                  `json:"findings"`
-	KeyIDs      []string                   `json:"keyIds"`
+	OK            bool                       `json:"ok"`
+	Interrupted   bool                       `json:"interrupted"`
+	AnswersDigest string                     `json:"answersDigest"`
+	Input         json.RawMessage            `json:"input"`
+	Error         *wireError                 `json:"error"`
+	Status        Status                     `json:"status"`
+	OperationID   string                     `json:"operationId"`
+	Round         int                        `json:"round"`
+	Result        *InputRequiredResult       `json:"result"`
+	Answers       map[string]json.RawMessage `json:"answers"`
+	Declined      []string                   `json:"declined"`
+	Cancelled     []string                   `json:"cancelled"`
+	Progress      string                     `json:"progress"`
+	Findings      []Finding                  `json:"findings"`
+	KeyIDs        []string                   `json:"keyIds"`
 }
 
 type wireError struct {
@@ -587,20 +602,9 @@ func (g *Guard) Ask(ctx context.Context, req *Request, inputs []InputRequest, op
 	if err != nil {
 		return nil, err
 	}
-	env = append(env, `,"inputRequests":{`...)
-	for i, in := range inputs {
-		if i > 0 {
-			env = append(env, ',')
-		}
-		env = core.AppendJSONString(env, in.Key)
-		env = append(env, `:{"method":`...)
-		env = core.AppendJSONString(env, in.Method)
-		if env, err = appendRaw(env, "params", in.Params); err != nil {
-			return nil, err
-		}
-		env = append(env, '}')
+	if env, err = appendInputRequests(env, inputs); err != nil {
+		return nil, err
 	}
-	env = append(env, '}')
 	if len(o.progress) > 0 {
 		env = append(env, `,"progress":"`...)
 		env = base64.RawURLEncoding.AppendEncode(env, o.progress)
@@ -646,6 +650,26 @@ func (g *Guard) Ask(ctx context.Context, req *Request, inputs []InputRequest, op
 	return r.Result, nil
 }
 
+// appendInputRequests appends "inputRequests" as ask and policy.input
+// read it.
+func appendInputRequests(env []byte, inputs []InputRequest) ([]byte, error) {
+	env = append(env, `,"inputRequests":{`...)
+	for i, in := range inputs {
+		if i > 0 {
+			env = append(env, ',')
+		}
+		env = core.AppendJSONString(env, in.Key)
+		env = append(env, `:{"method":`...)
+		env = core.AppendJSONString(env, in.Method)
+		var err error
+		if env, err = appendRaw(env, "params", in.Params); err != nil {
+			return nil, err
+		}
+		env = append(env, '}')
+	}
+	return append(env, '}'), nil
+}
+
 // Resume checks a retry: it opens the requestState (bound to the
 // principal, method, target, arguments and audience), validates every
 // answer against the schema that was asked, and says what happened. An
@@ -674,12 +698,13 @@ func (g *Guard) Resume(ctx context.Context, req *Request) (*Outcome, error) {
 		return nil, err
 	}
 	o := &Outcome{
-		Status:      r.Status,
-		OperationID: r.OperationID,
-		Round:       r.Round,
-		Answers:     r.Answers,
-		Declined:    r.Declined,
-		Cancelled:   r.Cancelled,
+		Status:        r.Status,
+		OperationID:   r.OperationID,
+		Round:         r.Round,
+		Answers:       r.Answers,
+		AnswersDigest: r.AnswersDigest,
+		Declined:      r.Declined,
+		Cancelled:     r.Cancelled,
 	}
 	if r.Progress != "" {
 		o.Progress, _ = base64.RawURLEncoding.DecodeString(r.Progress)

@@ -1,13 +1,9 @@
 package host
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/binary"
-	"encoding/json"
+	"encoding/hex"
 	"errors"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,14 +19,11 @@ const (
 	defaultLedgerTimeout = time.Second
 )
 
-// onceLedger is the ledger with the timings Once uses. The options keep
-// it in config.ledger (the one field the guard has for the ledger); each
-// option builds a new one, so options shared by two guards share nothing.
+// onceLedger is the ledger with the timings Once uses, fixed by New.
 type onceLedger struct {
 	ledger.Ledger
 	wait, lease, margin, timeout time.Duration
 	local                        bool // in-process: no deadlines needed
-	ready                        bool // defaults filled in
 }
 
 // bound gives a ledger call its deadline; the in-process ledger never
@@ -42,92 +35,55 @@ func (l *onceLedger) bound(ctx context.Context) (context.Context, context.Cancel
 	return context.WithTimeout(ctx, l.timeout)
 }
 
-func onceOf(c *config) *onceLedger {
-	o := &onceLedger{Ledger: c.ledger}
-	if prev, ok := c.ledger.(*onceLedger); ok {
-		*o = *prev
+// newOnceLedger fills in the defaults of what the options set.
+func newOnceLedger(c *config) *onceLedger {
+	o := &onceLedger{Ledger: c.ledger, wait: c.ledgerWait, lease: c.ledgerLease, margin: c.ledgerMargin, timeout: c.ledgerTimeout}
+	if o.Ledger == nil {
+		o.Ledger = ledger.NewMemory()
 	}
-	c.ledger = o
+	if o.wait <= 0 {
+		o.wait = defaultLedgerWait
+	}
+	if o.lease <= 0 {
+		o.lease = defaultLedgerLease
+	}
+	if o.margin <= 0 {
+		o.margin = defaultLedgerMargin
+	}
+	if o.timeout <= 0 {
+		o.timeout = defaultLedgerTimeout
+	}
+	o.local = ledger.InProcess(o.Ledger)
 	return o
 }
 
 // WithLedger sets the replay ledger (default: an in-memory one).
-// ledger.Open makes one from a setting: "memory:", "sqlite:/path/file.db",
-// "redis://host:6379/0". Guards that share it run each effect once
+// ledger.Open makes one from a setting: "memory:", "sqlite:/path/file.db"
+// (with ledger/sqlite imported), "redis://host:6379/0" (ledger/redis). Guards that share it run each effect once
 // between them. The guard does not close it.
-func WithLedger(l ledger.Ledger) Option {
-	return func(c *config) {
-		if _, ok := c.ledger.(*onceLedger); ok {
-			onceOf(c).Ledger = l
-			return
-		}
-		c.ledger = l
-	}
-}
+func WithLedger(l ledger.Ledger) Option { return func(c *config) { c.ledger = l } }
 
 // WithLedgerWait bounds how long Once waits for a duplicate's result
 // before it answers CodeInProgress (default 2 s).
-func WithLedgerWait(d time.Duration) Option { return func(c *config) { onceOf(c).wait = d } }
+func WithLedgerWait(d time.Duration) Option { return func(c *config) { c.ledgerWait = d } }
 
 // WithLedgerLease sets how long a claim holds an operation before it
 // expires, so that a request whose server died can be completed later
 // (default 30 s). Once ends the effect's context when the lease ends.
-func WithLedgerLease(d time.Duration) Option { return func(c *config) { onceOf(c).lease = d } }
+func WithLedgerLease(d time.Duration) Option { return func(c *config) { c.ledgerLease = d } }
 
 // WithLedgerMargin is added to the state's lifetime to get how long a
 // finished operation is remembered (default 1 min, for clock skew
 // between instances; must be positive).
-func WithLedgerMargin(d time.Duration) Option { return func(c *config) { onceOf(c).margin = d } }
+func WithLedgerMargin(d time.Duration) Option { return func(c *config) { c.ledgerMargin = d } }
 
 // WithLedgerTimeout bounds each ledger call (default 1 s). A call that
 // runs over fails closed.
-func WithLedgerTimeout(d time.Duration) Option { return func(c *config) { onceOf(c).timeout = d } }
-
-// onceMu guards config.ledger, which replayLedger completes on first use.
-var onceMu sync.RWMutex
-
-// replayLedger returns the guard's ledger with its timings, creating the
-// in-memory default on first use.
-func (g *Guard) replayLedger() *onceLedger {
-	onceMu.RLock()
-	o, ok := g.cfg.ledger.(*onceLedger)
-	onceMu.RUnlock()
-	if ok && o.ready {
-		return o
-	}
-	onceMu.Lock()
-	defer onceMu.Unlock()
-	o, ok = g.cfg.ledger.(*onceLedger)
-	if !ok || !o.ready {
-		n := &onceLedger{Ledger: g.cfg.ledger}
-		if ok {
-			*n = *o
-		}
-		if n.Ledger == nil {
-			n.Ledger = ledger.NewMemory()
-		}
-		if n.wait <= 0 {
-			n.wait = defaultLedgerWait
-		}
-		if n.lease <= 0 {
-			n.lease = defaultLedgerLease
-		}
-		if n.margin <= 0 {
-			n.margin = defaultLedgerMargin
-		}
-		if n.timeout <= 0 {
-			n.timeout = defaultLedgerTimeout
-		}
-		n.local = ledger.InProcess(n.Ledger)
-		n.ready = true
-		g.cfg.ledger, o = n, n
-	}
-	return o
-}
+func WithLedgerTimeout(d time.Duration) Option { return func(c *config) { c.ledgerTimeout = d } }
 
 // Each call returns a new *Error: callers may annotate theirs.
 func errOnceNotComplete() error {
-	return &Error{Code: CodeNotComplete, Message: "Once needs a complete outcome: act only when every answer is in"}
+	return &Error{Code: CodeNotComplete, Message: "Once needs a complete outcome from Resume (with its answers digest): act only when every answer is in"}
 }
 
 func errOnceConflict() error {
@@ -164,11 +120,14 @@ func (g *Guard) Once(ctx context.Context, o *Outcome, effect func(ctx context.Co
 	if o == nil || o.Status != Complete || o.OperationID == "" {
 		return nil, false, errOnceNotComplete()
 	}
+	fp, ok := answersKey(o)
+	if !ok {
+		return nil, false, errOnceNotComplete()
+	}
 	if effect == nil {
 		return nil, false, &Error{Code: CodeInternal, Message: "Once needs an effect"}
 	}
-	l := g.replayLedger()
-	fp := answersFingerprint(o.Answers)
+	l := g.once
 	deadline := time.Now().Add(l.wait)
 	pause := time.Millisecond
 	for {
@@ -351,171 +310,15 @@ func ledgerDown(err error) error {
 		Message: "the replay ledger is unavailable: nothing was done; retry later"}
 }
 
-// answersFingerprint is a SHA-256 over the answers with map keys and
-// object members sorted (the guest's JSON is compact, its strings
-// canonical; only member order can differ between equal answers). The
-// ledger stores this, never the answers.
-func answersFingerprint(answers map[string]json.RawMessage) ledger.Fingerprint {
-	var keysBuf [8]string
-	keys := keysBuf[:0]
-	for k := range answers {
-		keys = append(keys, k)
+// answersKey is the ledger key of the outcome's answers: the digest the
+// guard core wrote (guest/ABI.md), used as it is, so every host and every
+// build of guard.wasm agrees on "the same answers". The ledger stores
+// this, never the answers.
+func answersKey(o *Outcome) (ledger.Fingerprint, bool) {
+	var fp ledger.Fingerprint
+	if len(o.AnswersDigest) != 2*len(fp) {
+		return fp, false
 	}
-	slices.Sort(keys)
-	var stack [512]byte
-	buf := append(stack[:0], "mrtr-wasm/answers/v1\x00"...)
-	for _, k := range keys {
-		buf = binary.AppendUvarint(buf, uint64(len(k)))
-		buf = append(buf, k...)
-		// The value's length goes first, patched in after it is written.
-		at := len(buf)
-		buf = append(buf, 0, 0, 0, 0)
-		buf = appendCanonicalJSON(buf, answers[k])
-		binary.BigEndian.PutUint32(buf[at:], uint32(len(buf)-at-4))
-	}
-	return sha256.Sum256(buf)
-}
-
-// appendCanonicalJSON appends compact JSON v with every object's members
-// sorted by key; scalars stay byte for byte. Input that does not scan is
-// appended as is (the fingerprint stays deterministic either way).
-func appendCanonicalJSON(dst, v []byte) []byte {
-	s := jsonScan{b: v}
-	out, ok := s.canon(dst)
-	if !ok || s.i != len(v) {
-		return append(dst, v...)
-	}
-	return out
-}
-
-type jsonScan struct {
-	b []byte
-	i int
-}
-
-// span is one member of an object being canonicalised: dst[a:b] holds
-// key:value, the key's literal being k bytes long.
-type span struct{ a, b, k int }
-
-func (s *jsonScan) canon(dst []byte) ([]byte, bool) {
-	if s.i >= len(s.b) {
-		return dst, false
-	}
-	switch s.b[s.i] {
-	case '{':
-		s.i++
-		if s.eat('}') {
-			return append(dst, "{}"...), true
-		}
-		// Write the members as they come; reorder them only if needed.
-		start := len(dst)
-		dst = append(dst, '{')
-		var stack [16]span
-		ms := stack[:0]
-		sorted := true
-		for {
-			if len(ms) > 0 {
-				dst = append(dst, ',')
-			}
-			a := len(dst)
-			k, ok := s.str()
-			if !ok || !s.eat(':') {
-				return dst, false
-			}
-			dst = append(dst, k...)
-			dst = append(dst, ':')
-			if dst, ok = s.canon(dst); !ok {
-				return dst, false
-			}
-			if n := len(ms); n > 0 && bytes.Compare(dst[ms[n-1].a:ms[n-1].a+ms[n-1].k], k) >= 0 {
-				sorted = false
-			}
-			ms = append(ms, span{a, len(dst), len(k)})
-			if s.eat('}') {
-				break
-			}
-			if !s.eat(',') {
-				return dst, false
-			}
-		}
-		if sorted {
-			return append(dst, '}'), true
-		}
-		slices.SortStableFunc(ms, func(x, y span) int { return bytes.Compare(dst[x.a:x.a+x.k], dst[y.a:y.a+y.k]) })
-		var scratch [256]byte // most answers fit: no allocation
-		out := scratch[:0]
-		out = append(out, '{')
-		for i, m := range ms {
-			if i > 0 {
-				out = append(out, ',')
-			}
-			out = append(out, dst[m.a:m.b]...)
-		}
-		out = append(out, '}')
-		return append(dst[:start], out...), true
-	case '[':
-		s.i++
-		dst = append(dst, '[')
-		if s.eat(']') {
-			return append(dst, ']'), true
-		}
-		for {
-			var ok bool
-			if dst, ok = s.canon(dst); !ok {
-				return dst, false
-			}
-			if s.eat(']') {
-				return append(dst, ']'), true
-			}
-			if !s.eat(',') {
-				return dst, false
-			}
-			dst = append(dst, ',')
-		}
-	case '"':
-		k, ok := s.str()
-		return append(dst, k...), ok
-	}
-	start := s.i
-	ok := s.scalar()
-	return append(dst, s.b[start:s.i]...), ok
-}
-
-// str scans a string literal and returns it with its quotes.
-func (s *jsonScan) str() ([]byte, bool) {
-	if s.i >= len(s.b) || s.b[s.i] != '"' {
-		return nil, false
-	}
-	start := s.i
-	for s.i++; s.i < len(s.b); s.i++ {
-		switch s.b[s.i] {
-		case '\\':
-			s.i++
-		case '"':
-			s.i++
-			return s.b[start:s.i], true
-		}
-	}
-	return nil, false
-}
-
-// scalar scans a number or literal: everything up to a delimiter.
-func (s *jsonScan) scalar() bool {
-	start := s.i
-	for s.i < len(s.b) {
-		switch s.b[s.i] {
-		case ',', '}', ']', ':', '{', '[', '"':
-			return s.i > start
-		}
-		s.i++
-	}
-	return s.i > start
-}
-
-func (s *jsonScan) eat(c byte) bool {
-	if s.i < len(s.b) && s.b[s.i] == c {
-		s.i++
-		return true
-	}
-	return false
+	_, err := hex.Decode(fp[:], []byte(o.AnswersDigest))
+	return fp, err == nil
 }

@@ -10,13 +10,13 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -25,13 +25,17 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/logging"
 
 	"github.com/mrtr-wasm/mrtr-wasm/host"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/testenv"
 	"github.com/mrtr-wasm/mrtr-wasm/ledger"
+	_ "github.com/mrtr-wasm/mrtr-wasm/ledger/redis"
+	_ "github.com/mrtr-wasm/mrtr-wasm/ledger/sqlite"
 )
 
 // The fault tests dial closed ports on purpose: keep go-redis quiet.
@@ -155,47 +159,72 @@ func TestOnceNotComplete(t *testing.T) {
 	}
 }
 
-// TestOnceCanonicalAnswers: equal answers whose members come in another
-// order are the same answers (no conflict); the fingerprint covers keys
-// and values (a change anywhere conflicts).
+// TestOnceCanonicalAnswers: Once keys the ledger with the core's answers
+// digest, so one retry spelled another way (member order, 1.0 or 1e0 for
+// 1, "\u00e9" for "é") is the same answers: a replay, in both engines;
+// any change of value is a conflict. It also checks that the digest is the
+// RFC 8785 one ABI.md defines, recomputed here from Go values.
 func TestOnceCanonicalAnswers(t *testing.T) {
 	ctx := context.Background()
-	g := onceGuard(t, host.NewKeyring(), host.WithEngine(host.EngineNative))
-	var c onceCounter
-	out := func(op string, answers map[string]string) *host.Outcome {
-		o := &host.Outcome{Status: host.Complete, OperationID: op, Answers: map[string]json.RawMessage{}}
-		for k, v := range answers {
-			o.Answers[k] = json.RawMessage(v)
-		}
-		return o
+	schema := json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"},"n":{"type":"number"},"ok":{"type":"boolean"}},"required":["name","n"]}`)
+	keys := host.NewKeyring()
+	l := ledger.NewMemory()
+	guards := map[host.Engine]*host.Guard{}
+	for _, e := range []host.Engine{host.EngineNative, host.EngineWasm} {
+		guards[e] = onceGuard(t, keys, host.WithEngine(e), host.WithLedger(l))
 	}
-	base := map[string]string{
-		"contact": `{"action":"accept","content":{"name":"Ann","email":"a@x.io","tags":[{"b":1,"a":2}]}}`,
-		"model":   `{"role":"assistant","model":"m","content":{"type":"text","text":"{\"b\":1,\"a\":\"}\"}"}}`,
-	}
-	if _, _, err := g.Once(ctx, out("op-canon", base), c.effect); err != nil {
+	req := &host.Request{Principal: "alice@example.com", Method: "tools/call", Target: "t", Capabilities: json.RawMessage(`{"elicitation":{"form":{}}}`)}
+	ir, err := guards[host.EngineNative].Ask(ctx, req, []host.InputRequest{host.Form("f", "?", schema)})
+	if err != nil {
 		t.Fatal(err)
 	}
-	same := map[string]string{
-		"model":   `{"content":{"text":"{\"b\":1,\"a\":\"}\"}","type":"text"},"model":"m","role":"assistant"}`,
-		"contact": `{"content":{"tags":[{"a":2,"b":1}],"email":"a@x.io","name":"Ann"},"action":"accept"}`,
+	req.RequestState = ir.RequestState
+	outcome := func(e host.Engine, answers string) *host.Outcome {
+		r := *req
+		r.InputResponses = json.RawMessage(answers)
+		return onceResume(t, guards[e], &r)
 	}
-	if _, replay, err := g.Once(ctx, out("op-canon", same), c.effect); err != nil || !replay {
-		t.Fatalf("reordered members: replay %v, %v", replay, err)
+	var c onceCounter
+	first := outcome(host.EngineNative, `{"f":{"action":"accept","content":{"name":"Jos\u00e9","n":1.0,"ok":true}}}`)
+	if _, _, err := guards[host.EngineNative].Once(ctx, first, c.effect); err != nil {
+		t.Fatal(err)
 	}
-	for _, diff := range []map[string]string{
-		{"contact": base["contact"]},
-		{"contact": base["contact"], "model": base["model"], "x": `{}`},
-		{"contact": strings.Replace(base["contact"], "Ann", "Anne", 1), "model": base["model"]},
-		{"contact": strings.Replace(base["contact"], `"b":1`, `"b":1.0`, 1), "model": base["model"]},
-		{"contact": base["model"], "model": base["contact"]},
-	} {
-		_, _, err := g.Once(ctx, out("op-canon", diff), c.effect)
-		onceCode(t, err, host.CodeConflict)
+	// The digest is SHA-256 over the domain and the RFC 8785 form.
+	want := sha256.Sum256([]byte("mrtr-wasm/answers/v2\x00" + `{"f":{"action":"accept","content":{"n":1,"name":"José","ok":true}}}`))
+	if first.AnswersDigest != hex.EncodeToString(want[:]) {
+		t.Fatalf("digest %s, want %x", first.AnswersDigest, want)
+	}
+	for _, e := range []host.Engine{host.EngineNative, host.EngineWasm} {
+		for _, same := range []string{
+			`{"f":{"content":{"ok":true,"n":1,"name":"José"},"action":"accept"}}`,
+			`{"f":{"action":"accept","content":{"name":"Jos\u00E9","n":1e0,"ok":true}}}`,
+			`{"f":{"action":"accept","content":{"name":"José","n":0.1e1,"ok":true}}}`,
+		} {
+			o := outcome(e, same)
+			if o.AnswersDigest != first.AnswersDigest {
+				t.Fatalf("%s: %s: digest %s, want %s", e, same, o.AnswersDigest, first.AnswersDigest)
+			}
+			if _, replay, err := guards[e].Once(ctx, o, c.effect); err != nil || !replay {
+				t.Fatalf("%s: %s: replay %v, %v", e, same, replay, err)
+			}
+		}
+		for _, diff := range []string{
+			`{"f":{"action":"accept","content":{"name":"Jose","n":1,"ok":true}}}`,
+			`{"f":{"action":"accept","content":{"name":"José","n":1.5,"ok":true}}}`,
+			`{"f":{"action":"accept","content":{"name":"José","n":1}}}`,
+		} {
+			_, _, err := guards[e].Once(ctx, outcome(e, diff), c.effect)
+			onceCode(t, err, host.CodeConflict)
+		}
 	}
 	if c.n.Load() != 1 {
 		t.Fatalf("the effect ran %d times", c.n.Load())
 	}
+	// An outcome without the core's digest (built by hand) is refused.
+	hand := *first
+	hand.AnswersDigest = ""
+	_, _, err = guards[host.EngineNative].Once(ctx, &hand, c.effect)
+	onceCode(t, err, host.CodeNotComplete)
 }
 
 // TestOnceEffectFails: an error or a panic releases the claim, so the
@@ -289,30 +318,68 @@ func TestOnceConcurrentDuplicate(t *testing.T) {
 // TestOnceDeadOwner: a claim whose owner died (claimed, never finished)
 // blocks duplicates until its lease ends; then the request completes.
 func TestOnceDeadOwner(t *testing.T) {
-	ctx := context.Background()
-	for name, open := range map[string]func(t *testing.T) ledger.Ledger{
-		"memory": func(t *testing.T) ledger.Ledger { return ledger.NewMemory() },
-		"sqlite": func(t *testing.T) ledger.Ledger { return onceSQLite(t) },
-		"redis":  func(t *testing.T) ledger.Ledger { return onceRedis(t, onceRedisURL()) },
+	for name, b := range map[string]struct {
+		open func(t *testing.T) ledger.Ledger
+		// bubble: the ledger reads Go's clock, so the lease runs on
+		// synctest's fake one; Redis keeps its own time and is polled.
+		bubble bool
+	}{
+		"memory": {func(t *testing.T) ledger.Ledger { return ledger.NewMemory() }, true},
+		"sqlite": {func(t *testing.T) ledger.Ledger { return onceSQLite(t) }, true},
+		"redis":  {func(t *testing.T) ledger.Ledger { return onceRedis(t, onceRedisURL()) }, false},
 	} {
-		t.Run(name, func(t *testing.T) {
-			l := open(t)
+		run := func(t *testing.T) {
+			ctx := context.Background()
+			l := b.open(t)
 			g := onceGuard(t, host.NewKeyring(), host.WithEngine(host.EngineNative), host.WithLedger(l), host.WithLedgerWait(50*time.Millisecond))
 			o := onceResume(t, g, onceAsk(t, g, onceAnswer))
-			// Another instance claimed with a 300 ms lease and was killed.
+			// Another instance claimed and was killed.
+			lease := 300 * time.Millisecond
+			if !b.bubble {
+				lease = 3 * time.Second
+			}
 			fp := onceFingerprintOf(t, g, o, l)
-			if _, err := l.Claim(ctx, o.OperationID, fp, 300*time.Millisecond); err != nil {
+			if _, err := l.Claim(ctx, o.OperationID, fp, lease); err != nil {
 				t.Fatal(err)
 			}
 			var c onceCounter
 			_, _, err := g.Once(ctx, o, c.effect)
 			onceCode(t, err, host.CodeInProgress)
-			time.Sleep(400 * time.Millisecond)
+			if b.bubble {
+				time.Sleep(lease)
+			} else {
+				onceAwait(t, l, o.OperationID, ledger.Absent)
+			}
 			res, replay, err := g.Once(ctx, o, c.effect)
 			if err != nil || replay || c.n.Load() != 1 {
 				t.Fatalf("after the lease: %s %v %v (%d runs)", res, replay, err, c.n.Load())
 			}
+		}
+		t.Run(name, func(t *testing.T) {
+			if b.bubble {
+				synctest.Test(t, run)
+			} else {
+				run(t)
+			}
 		})
+	}
+}
+
+// onceAwait polls l until op is in state want (a Redis TTL runs on the
+// server's clock), failing after 10 s.
+func onceAwait(t *testing.T, l ledger.Ledger, op string, want ledger.State) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		e, err := l.Get(context.Background(), op)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.State == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s still %v after 10 s, want %v", op, e.State, want)
+		}
 	}
 }
 
@@ -418,27 +485,31 @@ func TestOnceEffectContext(t *testing.T) {
 // plus the margin, then forgotten (the state has expired by then).
 func TestOnceExpires(t *testing.T) {
 	ctx := context.Background()
-	l := ledger.NewMemory()
-	g := onceGuard(t, host.NewKeyring(), host.WithEngine(host.EngineNative), host.WithLedger(l),
-		host.WithTTL(time.Second), host.WithLedgerMargin(200*time.Millisecond))
-	req := onceAsk(t, g, onceAnswer)
-	o := onceResume(t, g, req)
-	var c onceCounter
-	if _, _, err := g.Once(ctx, o, c.effect); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(900 * time.Millisecond)
-	if e, _ := l.Get(ctx, o.OperationID); e.State != ledger.Done {
-		t.Fatalf("forgotten before the state expired: %v", e.State)
-	}
-	time.Sleep(600 * time.Millisecond)
-	if e, _ := l.Get(ctx, o.OperationID); e.State != ledger.Absent {
-		t.Fatalf("kept past TTL + margin: %v", e.State)
-	}
-	// And the state itself no longer opens, so nothing can replay it.
-	_, err := g.Resume(ctx, req)
-	onceCode(t, err, host.CodeStateInvalid)
+	// The memory ledger and the guard read Go's clock: synctest's fake one.
+	synctest.Test(t, func(t *testing.T) {
+		l := ledger.NewMemory()
+		g := onceGuard(t, host.NewKeyring(), host.WithEngine(host.EngineNative), host.WithLedger(l),
+			host.WithTTL(time.Second), host.WithLedgerMargin(200*time.Millisecond))
+		req := onceAsk(t, g, onceAnswer)
+		o := onceResume(t, g, req)
+		var c onceCounter
+		if _, _, err := g.Once(ctx, o, c.effect); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(900 * time.Millisecond)
+		if e, _ := l.Get(ctx, o.OperationID); e.State != ledger.Done {
+			t.Fatalf("forgotten before the state expired: %v", e.State)
+		}
+		time.Sleep(600 * time.Millisecond)
+		if e, _ := l.Get(ctx, o.OperationID); e.State != ledger.Absent {
+			t.Fatalf("kept past TTL + margin: %v", e.State)
+		}
+		// And the state itself no longer opens, so nothing can replay it.
+		_, err := g.Resume(ctx, req)
+		onceCode(t, err, host.CodeStateInvalid)
+	})
 
+	var c onceCounter
 	// With the defaults (5 min + 1 min), Redis holds the result that long.
 	r := onceRedis(t, onceRedisURL())
 	g2 := onceGuard(t, host.NewKeyring(), host.WithEngine(host.EngineNative), host.WithLedger(r.Ledger))
@@ -636,9 +707,7 @@ func TestOnceLedgerDown(t *testing.T) {
 // claims survive a kill -9: the replay is recognised, and an effect whose
 // finish was lost with the server stays claimed until its lease ends.
 func TestOnceRedisRestart(t *testing.T) {
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Fatal("redis-server is not installed (Debian package redis-server): ", err)
-	}
+	testenv.Require(t, testenv.RedisServer)
 	ctx := context.Background()
 	keys := host.NewKeyring()
 
@@ -679,10 +748,13 @@ func TestOnceRedisRestart(t *testing.T) {
 	})
 
 	t.Run("appendonly", func(t *testing.T) {
+		// Long enough that a restart on a loaded machine stays inside it;
+		// its end is awaited by polling, not by sleeping.
+		const lease = 5 * time.Second
 		srv := onceStartRedis(t, true)
 		r := onceRedis(t, srv.url)
 		g := onceGuard(t, keys, host.WithEngine(host.EngineNative), host.WithLedger(r.Ledger),
-			host.WithLedgerTimeout(300*time.Millisecond), host.WithLedgerLease(time.Second), host.WithLedgerWait(10*time.Millisecond))
+			host.WithLedgerTimeout(300*time.Millisecond), host.WithLedgerLease(lease), host.WithLedgerWait(10*time.Millisecond))
 		var c onceCounter
 		req1 := onceAsk(t, g, onceAnswer)
 		res1, _, err := g.Once(ctx, onceResume(t, g, req1), c.effect)
@@ -707,6 +779,7 @@ func TestOnceRedisRestart(t *testing.T) {
 		if e := onceCode(t, err, host.CodeLedgerUnavailable); e.Reason != "not_recorded" || res2 == nil {
 			t.Fatalf("reason %q, result %s", e.Reason, res2)
 		}
+		claimed := time.Now()
 		srv.start(t)
 		_, _, err = g.Once(ctx, o2, c.effect)
 		onceCode(t, err, host.CodeInProgress)
@@ -714,22 +787,28 @@ func TestOnceRedisRestart(t *testing.T) {
 			t.Fatalf("%d runs", c.n.Load())
 		}
 		// Once the lease is over, the retry acts again: the documented
-		// limit of an effect whose result was never recorded.
-		time.Sleep(1100 * time.Millisecond)
-		if _, replay, err := g.Once(ctx, o2, c.effect); err != nil || replay || c.n.Load() != 3 {
-			t.Fatalf("after the lease: %v %v, %d runs", replay, err, c.n.Load())
+		// limit of an effect whose result was never recorded. Until then
+		// every retry is refused as in progress.
+		for {
+			_, replay, err := g.Once(ctx, o2, c.effect)
+			if e, ok := host.AsError(err); ok && e.Code == host.CodeInProgress {
+				if time.Since(claimed) > lease+10*time.Second {
+					t.Fatal("the claim outlived its lease by 10 s")
+				}
+				time.Sleep(50 * time.Millisecond)
+				continue
+			}
+			if err != nil || replay || c.n.Load() != 3 {
+				t.Fatalf("after the lease: %v %v, %d runs", replay, err, c.n.Load())
+			}
+			break
 		}
 	})
 }
 
 // --- Redis helpers -----------------------------------------------------------
 
-func onceRedisURL() string {
-	if u := os.Getenv("MRTR_TEST_REDIS"); u != "" {
-		return u
-	}
-	return "redis://127.0.0.1:6379/0"
-}
+func onceRedisURL() string { return testenv.RedisURL() }
 
 type onceRedisLedger struct {
 	ledger.Ledger
@@ -738,9 +817,13 @@ type onceRedisLedger struct {
 }
 
 // onceRedis opens a Redis ledger under a key prefix of its own and
-// removes its keys afterwards. It fails, never skips, if Redis is down.
+// removes its keys afterwards. Without Redis it skips (fails under
+// MRTR_REQUIRE_SERVICES=1).
 func onceRedis(t testing.TB, url string) *onceRedisLedger {
 	t.Helper()
+	if url == onceRedisURL() {
+		testenv.Require(t, testenv.Redis)
+	}
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	prefix := "mrtr-test:" + hex.EncodeToString(b[:]) + ":"

@@ -3,7 +3,11 @@ package host
 import (
 	"context"
 	"encoding/json"
+	"strconv"
+	"sync"
 	"time"
+
+	"github.com/mrtr-wasm/mrtr-wasm/guest/core"
 )
 
 // Policy decides what a deployment allows: which fields and input kinds a
@@ -27,6 +31,86 @@ type PolicyQuery struct {
 	// may narrow and must keep within its bounds.
 	TTL       time.Duration
 	MaxRounds int
+	// Input, when set, is the policy input evaluated as it is (JSON,
+	// policies/README.md); otherwise BuildInput has the guard core build
+	// it from the fields above.
+	Input json.RawMessage
+
+	guard *Guard // the guard that asks, whose core builds the input
+}
+
+// BuildInput returns the policy input of q as the guard core builds it
+// (guest/ABI.md, op policy.input), or q.Input when set: one builder for
+// every runtime, which also classifies each form field with the core's
+// secret detector. ask selects the ask decision's input (with "inputs").
+// Without withPrincipal the principal is left empty: for a policy that
+// never reads it, so that one decision serves every user of a form.
+func (q *PolicyQuery) BuildInput(ctx context.Context, ask, withPrincipal bool) (json.RawMessage, error) {
+	if q.Input != nil {
+		return q.Input, nil
+	}
+	env := []byte(`{"v":1,"op":"policy.input","decision":"resume"`)
+	if ask {
+		env = []byte(`{"v":1,"op":"policy.input","decision":"ask"`)
+	}
+	env = append(env, `,"principal":`...)
+	if withPrincipal {
+		env = core.AppendJSONString(env, q.Principal)
+	} else {
+		env = append(env, `""`...)
+	}
+	env = append(env, `,"method":`...)
+	env = core.AppendJSONString(env, q.Method)
+	env = append(env, `,"target":`...)
+	env = core.AppendJSONString(env, q.Target)
+	env = append(env, `,"ttl":`...)
+	env = strconv.AppendInt(env, int64(q.TTL/time.Second), 10)
+	env = append(env, `,"maxRounds":`...)
+	env = strconv.AppendInt(env, int64(q.MaxRounds), 10)
+	var err error
+	if ask {
+		if env, err = appendInputRequests(env, q.Inputs); err != nil {
+			return nil, policyInputError(err)
+		}
+	}
+	env = append(env, '}')
+	var r response
+	if q.guard != nil {
+		err = q.guard.call(ctx, env, &r)
+	} else {
+		err = nativeCall(env, &r)
+	}
+	if err != nil {
+		return nil, policyInputError(err)
+	}
+	return r.Input, nil
+}
+
+// policyInputError refuses a query whose input the core cannot build
+// (duplicate keys, params that are not JSON): the ask would fail anyway.
+func policyInputError(err error) error {
+	e, ok := AsError(err)
+	if !ok || e.Code == CodeUnavailable || e.Code == CodeInternal {
+		return err
+	}
+	return &Error{Code: CodePolicyDenied, Message: "the policy input cannot be built: " + e.Message, Reason: "policy_input"}
+}
+
+// natives are guard cores for queries that no guard made (lint, tests):
+// the same code as guard.wasm, which the vectors prove byte for byte.
+var natives = sync.Pool{New: func() any { return core.New() }}
+
+func nativeCall(env []byte, r *response) error {
+	c := natives.Get().(*core.Guard)
+	err := json.Unmarshal(c.Call(env), r)
+	natives.Put(c)
+	if err != nil {
+		return &Error{Code: CodeInternal, Message: "the guard core returned an unreadable response"}
+	}
+	if !r.OK {
+		return r.err()
+	}
+	return nil
 }
 
 // PolicyDecision is a Policy's answer. A nil decision, Allow false or any
@@ -62,7 +146,7 @@ func WithPolicy(p Policy) Option { return func(c *config) { c.policy = p } }
 func (g *Guard) policyQuery(req *Request, inputs []InputRequest) *PolicyQuery {
 	return &PolicyQuery{
 		Principal: req.Principal, Method: req.Method, Target: req.Target, Inputs: inputs,
-		TTL: g.cfg.ttl, MaxRounds: g.cfg.maxRounds,
+		TTL: g.cfg.ttl, MaxRounds: g.cfg.maxRounds, guard: g,
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mrtr-wasm/mrtr-wasm/host"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/testseam"
 	"github.com/mrtr-wasm/mrtr-wasm/policy"
 )
 
@@ -135,7 +136,7 @@ func TestPolicyRoundsAndTTL(t *testing.T) {
 	var now atomic.Int64
 	now.Store(time.Date(2026, 9, 1, 10, 0, 0, 0, time.UTC).UnixNano())
 	clock := func() time.Time { return time.Unix(0, now.Load()) }
-	g := policyGuard(t, pol, host.WithClock(clock), host.WithTTL(5*time.Minute), host.WithMaxRounds(3))
+	g := policyGuard(t, pol, testseam.Clock[host.Option](clock), host.WithTTL(5*time.Minute), host.WithMaxRounds(3))
 
 	bad := json.RawMessage(`{"c":{"action":"accept","content":{"name":"Ann","email":"not-an-email"}}}`)
 	for _, tc := range []struct {

@@ -117,6 +117,10 @@ type Outcome struct {
 	// every round by input request key: an ElicitResult ({"action":
 	// "accept","content":{…}}), a CreateMessageResult or a ListRootsResult.
 	Answers map[string]json.RawMessage
+	// AnswersDigest is the guard core's digest of Answers (64 hex;
+	// guest/ABI.md): the key Once claims the operation with, the same in
+	// every runtime and for every spelling of equal answers.
+	AnswersDigest string
 	// Declined and Cancelled name the keys the user declined or cancelled.
 	Declined  []string
 	Cancelled []string

@@ -2,7 +2,9 @@ package host
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"slices"
@@ -44,9 +46,11 @@ type UpstreamOutcome struct {
 	Round       int
 	// Answers (Complete) are the answers as the client sent them, for the
 	// ledger's fingerprint; Declined and Cancelled name keys.
-	Answers   map[string]json.RawMessage
-	Declined  []string
-	Cancelled []string
+	Answers map[string]json.RawMessage
+	// AnswersDigest is the core's digest of Answers (Complete only).
+	AnswersDigest string
+	Declined      []string
+	Cancelled     []string
 	// InputRequired (Status InputRequired) is the result that asks again.
 	InputRequired json.RawMessage
 	// Forward (Complete, Declined, Cancelled) is the message to send the
@@ -63,12 +67,15 @@ type upstreamResponse struct {
 	Round       int                        `json:"round"`
 	Result      json.RawMessage            `json:"result"`
 	Answers     map[string]json.RawMessage `json:"answers"`
+	Digest      string                     `json:"answersDigest"`
 	Declined    []string                   `json:"declined"`
 	Cancelled   []string                   `json:"cancelled"`
 	Forward     json.RawMessage            `json:"forward"`
+	Interrupted bool                       `json:"interrupted"`
 }
 
-func (r *upstreamResponse) ok() bool { return r.OK }
+func (r *upstreamResponse) ok() bool          { return r.OK }
+func (r *upstreamResponse) interrupted() bool { return r.Interrupted }
 
 func (r *upstreamResponse) err() error {
 	w := response{Error: r.Error}
@@ -164,7 +171,7 @@ func (g *Guard) UpstreamResume(ctx context.Context, c *UpstreamCall) (*UpstreamO
 		return nil, err
 	}
 	o := &UpstreamOutcome{Status: r.Status, OperationID: r.OperationID, Round: r.Round, Answers: r.Answers,
-		Declined: r.Declined, Cancelled: r.Cancelled, Forward: r.Forward}
+		AnswersDigest: r.Digest, Declined: r.Declined, Cancelled: r.Cancelled, Forward: r.Forward}
 	if r.Status == InputRequired {
 		o.InputRequired = r.Result
 	}
@@ -179,20 +186,21 @@ func (g *Guard) OnceForward(ctx context.Context, o *UpstreamOutcome, effect func
 	if o == nil || o.Forward == nil || o.OperationID == "" {
 		return nil, false, errOnceNotComplete()
 	}
-	answers := o.Answers
+	digest := o.AnswersDigest
 	switch o.Status {
-	case Declined:
-		answers = map[string]json.RawMessage{"\x00declined": mustJSON(o.Declined)}
-	case Cancelled:
-		answers = map[string]json.RawMessage{"\x00cancelled": mustJSON(o.Cancelled)}
+	case Declined, Cancelled:
+		// No answers to digest: the ledger keys the round by what the
+		// user said no to.
+		h := sha256.New()
+		h.Write([]byte("mrtr-wasm/proxy/" + string(o.Status) + "\x00"))
+		for _, k := range append(o.Declined, o.Cancelled...) {
+			h.Write([]byte(k))
+			h.Write([]byte{0})
+		}
+		digest = hex.EncodeToString(h.Sum(nil))
 	}
-	op := &Outcome{Status: Complete, OperationID: o.OperationID + "/" + strconv.Itoa(o.Round), Answers: answers}
+	op := &Outcome{Status: Complete, OperationID: o.OperationID + "/" + strconv.Itoa(o.Round), Answers: o.Answers, AnswersDigest: digest}
 	return g.Once(ctx, op, effect)
-}
-
-func mustJSON(v []string) json.RawMessage {
-	b, _ := json.Marshal(v)
-	return b
 }
 
 // upstreamInputs reads the input requests of an upstream's

@@ -262,6 +262,8 @@ func TestVectors(t *testing.T) {
 		genBadInput(t).write(filepath.Join(dir, "bad-input.json"))
 		genPaseto(t).write(filepath.Join(dir, "paseto.json"))
 		genUpstream(t).write(filepath.Join(dir, "upstream.json"))
+		genDigest(t).write(filepath.Join(dir, "digest.json"))
+		genPolicyInput(t).write(filepath.Join(dir, "policy-input.json"))
 	}
 	runVectorFiles(t, dir)
 }
@@ -691,5 +693,65 @@ func genUpstream(t *testing.T) *gen {
 	v.req("a proxy's state does not open at a server", call{op: "resume", label: "u50", rest: resumeRest(tok, valid)}.env(), stateFail(core.ReasonUpstream))
 	ures("resources/read retry", upCall{label: "u51", request: `{"jsonrpc":"2.0","id":"r2","method":"resources/read","params":{"uri":"crm://accounts/42","_meta":{"io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}},"inputResponses":{"confirm":{"action":"accept","content":{"ok":true}}},"requestState":` + jsonString(tokRes) + `}}`}, ok("complete"))
 	ures("retry without requestState", upCall{label: "u52", request: call1}, fail(core.CodeRequestMalformed))
+	return v
+}
+
+// genDigest pins answersDigest (guest/ABI.md): equal answers spelled
+// another way (member order, number literals, string escapes) have one
+// digest; keys sort by UTF-16 code units. sdk-js checks every digest here
+// against an independent RFC 8785 implementation.
+func genDigest(t *testing.T) *gen {
+	v := newGen(t, "answersDigest: SHA-256(\"mrtr-wasm/answers/v2\\0\" || RFC 8785 of the answers), the replay ledger's key in every runtime.")
+	v.req("configure", configure([]string{vecKeyA}, ""), ok(""))
+	form := `{"method":"elicitation/create","params":{"mode":"form","message":"?","requestedSchema":{"type":"object","properties":{` +
+		`"name":{"type":"string"},"n":{"type":"number"},"i":{"type":"integer"},"ok":{"type":"boolean"},"tags":{"type":"array","items":{"type":"string","enum":["a","b"]}},` +
+		`"\u00e9":{"type":"string"},"\ud83d\ude00":{"type":"string"},"\ufb01":{"type":"string"}},"required":["name"]}}}`
+	tok := tokenOf(t, v.req("ask", call{op: "ask", label: "d1", rest: askRest(`{"f":` + form + `,"g":` + confirmForm + `}`)}.env(), ok("input_required")))
+	resume := func(name, label, responses string) {
+		v.req(name, call{op: "resume", label: label, rest: resumeRest(tok, responses)}.env(), ok("complete"))
+	}
+	g := `"g":{"action":"accept","content":{"ok":true}}`
+	resume("plain", "d2", `{"f":{"action":"accept","content":{"name":"José","n":100,"i":1,"ok":false,"tags":["a","b"],"é":"x","😀":"y","ﬁ":"z"}},`+g+`}`)
+	resume("members in another order", "d3", `{`+g+`,"f":{"content":{"ﬁ":"z","😀":"y","é":"x","tags":["a","b"],"ok":false,"i":1,"n":100,"name":"José"},"action":"accept"}}`)
+	resume("numbers spelled otherwise (1e2, 1.0)", "d4", `{"f":{"action":"accept","content":{"name":"José","n":1e2,"i":1.0,"ok":false,"tags":["a","b"],"é":"x","😀":"y","ﬁ":"z"}},`+g+`}`)
+	resume("strings escaped otherwise", "d5", `{"f":{"action":"accept","content":{"name":"Jos\u00e9","n":100.00,"i":10e-1,"ok":false,"tags":["a","b"],"\u00e9":"x","\ud83d\ude00":"y","\ufb01":"\u007a"}},`+g+`}`)
+	resume("another value", "d6", `{"f":{"action":"accept","content":{"name":"Jose","n":100,"i":1,"ok":false,"tags":["a","b"],"é":"x","😀":"y","ﬁ":"z"}},`+g+`}`)
+	resume("another number", "d7", `{"f":{"action":"accept","content":{"name":"José","n":100.5,"i":1,"ok":false,"tags":["a","b"],"é":"x","😀":"y","ﬁ":"z"}},`+g+`}`)
+	resume("a field fewer", "d8", `{"f":{"action":"accept","content":{"name":"José"}},`+g+`}`)
+	resume("extreme numbers", "d9", `{"f":{"action":"accept","content":{"name":"José","n":1e21,"i":-0}},`+g+`}`)
+	resume("tiny number", "d10", `{"f":{"action":"accept","content":{"name":"José","n":0.000001234}},`+g+`}`)
+	return v
+}
+
+// genPolicyInput pins the policy input the core builds for every host
+// (op policy.input): canonical, without messages and defaults, with the
+// core's verdict on every form field.
+func genPolicyInput(t *testing.T) *gen {
+	v := newGen(t, "policy.input: the input of a deployment policy's decision, built once for every host. Needs no configuration.")
+	pi := func(name, decision, principal, reqs string, want vecExpect) {
+		env := `{"v":1,"op":"policy.input","decision":"` + decision + `","principal":` + jsonString(principal) + `,"method":"tools/call","target":"book_demo_call","ttl":300,"maxRounds":3`
+		if reqs != "" {
+			env += `,"inputRequests":` + reqs
+		}
+		v.req(name, env+`}`, want)
+	}
+	pi("contact form: message and defaults left out", "ask", "alice", `{"contact":`+contactForm+`,"confirm":`+confirmForm+`}`, ok(""))
+	pi("url, sampling and roots", "ask", "alice", `{"calendar":`+urlRequest+`,"summary":`+sampleReq+`,"roots":`+rootsReq+`}`, ok(""))
+	pi("state-only ask", "ask", "alice", "", ok(""))
+	pi("resume", "resume", "alice", `{"contact":`+contactForm+`}`, ok(""))
+	pi("principal left out", "ask", "", `{"contact":`+contactForm+`}`, ok(""))
+	secret := func(props string) string {
+		return `{"method":"elicitation/create","params":{"message":"?","requestedSchema":{"type":"object","properties":{` + props + `}}}}`
+	}
+	pi("secrets in several languages", "ask", "alice", `{"k":`+secret(`"password":{"type":"string"},"x":{"type":"string","title":"Mot de passe"},"y":{"type":"string","title":"パスワード"},"clave":{"type":"string","title":"Clave de API"},"pin":{"type":"string","title":"Card PIN"},"w":{"type":"string","writeOnly":true}`)+`}`, ok(""))
+	pi("what the core clears", "ask", "alice", `{"k":`+secret(`"token_count":{"type":"integer"},"password_hint":{"type":"string"},"api_key_name":{"type":"string"},"has_api_key":{"type":"boolean"},"max_tokens":{"type":"integer","title":"Max tokens"}`)+`}`, ok(""))
+	pi("numbers and keys made canonical", "ask", "alice", `{"b":`+secret(`"n":{"type":"number","minimum":1.0,"maximum":1e2,"default":5}`)+`,"a":{"params":{"mode":"url","url":"https://x.example/\u0061","message":"m"},"method":"elicitation/create"}}`, ok(""))
+	pi("properties not an object", "ask", "alice", `{"k":{"method":"elicitation/create","params":{"message":"?","requestedSchema":{"type":"object","properties":["name"]}}}}`, ok(""))
+	pi("odd property values", "ask", "alice", `{"k":`+secret(`"a":"not a schema","b":{"type":["string","null"],"title":"Password"},"c":{"type":"object"}`)+`}`, ok(""))
+	pi("unknown decision", "maybe", "alice", "", fail(core.CodeRequestMalformed))
+	pi("keys differing only in case", "ask", "alice", `{"contact":`+contactForm+`,"Contact":`+confirmForm+`}`, fail(core.CodeCaseDuplicateKey))
+	pi("duplicate keys", "ask", "alice", `{"contact":`+contactForm+`,"contact":`+confirmForm+`}`, fail(core.CodeDuplicateKey))
+	v.req("missing principal", `{"v":1,"op":"policy.input","decision":"ask","method":"tools/call","target":"t"}`, fail(core.CodeRequestMalformed))
+	v.req("ttl out of range", `{"v":1,"op":"policy.input","decision":"ask","principal":"a","method":"tools/call","target":"t","ttl":-1}`, fail(core.CodeRequestMalformed))
 	return v
 }

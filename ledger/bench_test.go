@@ -1,4 +1,4 @@
-package ledger
+package ledger_test
 
 // Claim + finish per operation for every backend, in one run:
 //
@@ -13,19 +13,24 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/mrtr-wasm/mrtr-wasm/ledger"
+	"github.com/mrtr-wasm/mrtr-wasm/ledger/ledgertest"
+	_ "github.com/mrtr-wasm/mrtr-wasm/ledger/redis"
+	"github.com/mrtr-wasm/mrtr-wasm/ledger/sqlite"
 )
 
 func benchBackends(b *testing.B) []struct {
 	name string
-	l    Ledger
+	l    ledger.Ledger
 } {
 	return []struct {
 		name string
-		l    Ledger
+		l    ledger.Ledger
 	}{
-		{"memory", NewMemory()},
-		{"sqlite", openTestSQLite(b, filepath.Join(b.TempDir(), "bench.db"))},
-		{"redis", openTestRedis(b)},
+		{"memory", ledger.NewMemory()},
+		{"sqlite", openSQLite(b, filepath.Join(b.TempDir(), "bench.db"))},
+		{"redis", ledgertest.OpenRedis(b)},
 	}
 }
 
@@ -43,11 +48,11 @@ func reportLatencies(b *testing.B, lat []time.Duration) {
 // 100-byte result: what Once adds to a first complete retry.
 func BenchmarkClaimFinish(b *testing.B) {
 	ctx := context.Background()
-	fp := fpOf("answers")
+	fp := ledgertest.FP("answers")
 	res := []byte(`{"resultType":"complete","content":[{"type":"text","text":"Booked a demo for Ann Lee on 3 March"}]}`)
 	for _, be := range benchBackends(b) {
 		b.Run(be.name, func(b *testing.B) {
-			prefix := newOp(b) + "-"
+			prefix := ledgertest.NewOp(b) + "-"
 			lat := make([]time.Duration, 0, b.N)
 			b.ReportAllocs()
 			b.ResetTimer()
@@ -55,7 +60,7 @@ func BenchmarkClaimFinish(b *testing.B) {
 				op := prefix + strconv.Itoa(i)
 				t0 := time.Now()
 				c, err := be.l.Claim(ctx, op, fp, 30*time.Second)
-				if err != nil || c.Status != Acquired {
+				if err != nil || c.Status != ledger.Acquired {
 					b.Fatal(c.Status, err)
 				}
 				if err := be.l.Finish(ctx, op, c.Token, fp, res, 6*time.Minute); err != nil {
@@ -73,10 +78,10 @@ func BenchmarkClaimFinish(b *testing.B) {
 // duplicate retry costs.
 func BenchmarkReplay(b *testing.B) {
 	ctx := context.Background()
-	fp := fpOf("answers")
+	fp := ledgertest.FP("answers")
 	for _, be := range benchBackends(b) {
 		b.Run(be.name, func(b *testing.B) {
-			op := newOp(b)
+			op := ledgertest.NewOp(b)
 			c, err := be.l.Claim(ctx, op, fp, 30*time.Second)
 			if err != nil {
 				b.Fatal(err)
@@ -90,7 +95,7 @@ func BenchmarkReplay(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				t0 := time.Now()
 				c, err := be.l.Claim(ctx, op, fp, 30*time.Second)
-				if err != nil || c.Status != Finished {
+				if err != nil || c.Status != ledger.Finished {
 					b.Fatal(c.Status, err)
 				}
 				lat = append(lat, time.Since(t0))
@@ -99,4 +104,13 @@ func BenchmarkReplay(b *testing.B) {
 			reportLatencies(b, lat)
 		})
 	}
+}
+
+func openSQLite(b *testing.B, path string) ledger.Ledger {
+	l, err := sqlite.Open(context.Background(), path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = l.Close() })
+	return l
 }

@@ -24,27 +24,33 @@
 //
 // # Backends
 //
-// Open takes one URL-like setting:
+// Open takes one URL-like setting. The memory ledger is always there;
+// the others live in their own packages, so that a program that imports
+// only host links neither SQLite nor go-redis. Import a backend to make
+// Open accept its scheme (the mrtr-wasm command imports both):
 //
-//   - "memory:" (the default): this process only, bounded in entries
-//     (WithMaxEntries; a full ledger refuses new claims) and in time.
-//     Lost on restart; right for one instance, tests and development.
-//   - "sqlite:/path/file.db" (or "file:"): one file for the processes of
-//     one machine, through the pure-Go modernc.org/sqlite. WAL with
-//     synchronous=FULL: a claim and a result are fsynced before the call
-//     returns, so "done" survives a crash of the process or the machine.
-//     Writers from several processes wait for each other in SQLite's busy
-//     handler; the file is meant for moderate write rates, not a fleet.
-//   - "redis://host:6379/0": several instances. A claim is SET NX PX (the
-//     lease expires inside Redis when its owner dies); Finish and Release
-//     are Lua scripts. A Redis without persistence forgets every claim and
-//     result when it restarts: an operation finished before the restart
-//     and replayed after it runs again, and an effect running across the
-//     restart can be claimed a second time. Run production Redis with
-//     appendonly yes (appendfsync always for the strongest guarantee,
-//     everysec to risk one second), and with a replica that cannot lose
-//     acknowledged writes on failover if you use one (WAIT, or accept that
-//     an asynchronous replica may).
+//		import _ "github.com/mrtr-wasm/mrtr-wasm/ledger/sqlite" // sqlite:, file:; or sqlite.Open(ctx, path)
+//		import _ "github.com/mrtr-wasm/mrtr-wasm/ledger/redis"  // redis://; or redis.New(client)
+//
+//	  - "memory:" (the default): this process only, bounded in entries
+//	    (WithMaxEntries; a full ledger refuses new claims) and in time.
+//	    Lost on restart; right for one instance, tests and development.
+//	  - "sqlite:/path/file.db" (or "file:"): one file for the processes of
+//	    one machine, through the pure-Go modernc.org/sqlite. WAL with
+//	    synchronous=FULL: a claim and a result are fsynced before the call
+//	    returns, so "done" survives a crash of the process or the machine.
+//	    Writers from several processes wait for each other in SQLite's busy
+//	    handler; the file is meant for moderate write rates, not a fleet.
+//	  - "redis://host:6379/0": several instances. A claim is SET NX PX (the
+//	    lease expires inside Redis when its owner dies); Finish and Release
+//	    are Lua scripts. A Redis without persistence forgets every claim and
+//	    result when it restarts: an operation finished before the restart
+//	    and replayed after it runs again, and an effect running across the
+//	    restart can be claimed a second time. Run production Redis with
+//	    appendonly yes (appendfsync always for the strongest guarantee,
+//	    everysec to risk one second), and with a replica that cannot lose
+//	    acknowledged writes on failover if you use one (WAIT, or accept that
+//	    an asynchronous replica may).
 //
 // # What Once can and cannot promise
 //

@@ -2,16 +2,15 @@ package ledger
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/url"
 	"strconv"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"time"
+
+	"github.com/mrtr-wasm/mrtr-wasm/ledger/internal/opcheck"
 )
 
 // Fingerprint identifies the answers an operation was claimed with (a
@@ -110,75 +109,69 @@ var (
 	// ErrClosed: the ledger was closed.
 	ErrClosed = errors.New("ledger: closed")
 	// ErrBadOperation: an empty or oversized operation id or token.
-	ErrBadOperation = errors.New("ledger: bad operation id or token")
+	ErrBadOperation = opcheck.ErrBadOperation
 )
 
-// maxOp bounds an operation id (the guard's are 22 characters).
-const maxOp = 256
+// Option configures Open and the backends' constructors.
+type Option func(*Options)
 
-func checkOp(op string) error {
-	if op == "" || len(op) > maxOp {
-		return ErrBadOperation
-	}
-	return nil
+// Options is what the Options given to Open set; a backend registered
+// with Register reads it.
+type Options struct {
+	// Prefix is the Redis key prefix.
+	Prefix string
+	// MaxEntries bounds the memory ledger's live entries.
+	MaxEntries int
 }
 
-// checkFinish checks what every backend's Finish is given before it
-// touches its store.
-func checkFinish(ctx context.Context, op, token string) error {
-	if err := checkOp(op); err != nil {
-		return err
+// ApplyOptions returns the defaults with opts applied.
+func ApplyOptions(opts ...Option) Options {
+	o := Options{Prefix: defaultPrefix, MaxEntries: defaultMaxEntries}
+	for _, f := range opts {
+		f(&o)
 	}
-	if len(token) != tokenLen {
-		return ErrBadOperation
-	}
-	return ctx.Err()
-}
-
-// tokenLen is the length of a claim token: 16 bytes in hex.
-const tokenLen = 32
-
-// A token only has to be unique: it tells a claim's owner from a stale
-// one, and no client ever sees it. 8 random bytes per process and an
-// 8-byte counter make that cheaper than 16 random bytes per claim.
-var (
-	tokenPrefix = func() (p [8]byte) {
-		if _, err := rand.Read(p[:]); err != nil {
-			panic("ledger: crypto/rand failed: " + err.Error())
-		}
-		return p
-	}()
-	tokenSeq atomic.Uint64
-)
-
-func newToken() string {
-	var b [tokenLen / 2]byte
-	copy(b[:8], tokenPrefix[:])
-	binary.BigEndian.PutUint64(b[8:], tokenSeq.Add(1))
-	return hex.EncodeToString(b[:])
-}
-
-// Option configures Open.
-type Option func(*options)
-
-type options struct {
-	prefix     string
-	maxEntries int
+	return o
 }
 
 // WithPrefix sets the Redis key prefix (default "mrtr:op:"), so several
 // deployments or tests can share one Redis.
-func WithPrefix(p string) Option { return func(o *options) { o.prefix = p } }
+func WithPrefix(p string) Option { return func(o *Options) { o.Prefix = p } }
 
 // WithMaxEntries bounds the memory ledger's live entries (default
 // 1<<20). When full it refuses new claims (ErrFull): failing closed is
 // safer than forgetting a finished operation.
-func WithMaxEntries(n int) Option { return func(o *options) { o.maxEntries = n } }
+func WithMaxEntries(n int) Option { return func(o *Options) { o.MaxEntries = n } }
 
 const (
 	defaultPrefix     = "mrtr:op:"
 	defaultMaxEntries = 1 << 20
 )
+
+// Opener opens a ledger from a whole setting ("redis://…").
+type Opener func(ctx context.Context, setting string, o Options) (Ledger, error)
+
+var (
+	openersMu sync.RWMutex
+	openers   = map[string]Opener{}
+)
+
+// Register makes Open accept settings with the given schemes. The
+// backends outside this package register themselves when imported, so a
+// program links only the stores it names:
+//
+//	import _ "github.com/mrtr-wasm/mrtr-wasm/ledger/redis"  // redis://, rediss://
+//	import _ "github.com/mrtr-wasm/mrtr-wasm/ledger/sqlite" // sqlite:, file:
+func Register(open Opener, schemes ...string) {
+	openersMu.Lock()
+	defer openersMu.Unlock()
+	for _, s := range schemes {
+		openers[strings.ToLower(s)] = open
+	}
+}
+
+// backendPackage names the package that registers a scheme, for the
+// error when it is not linked in.
+var backendPackage = map[string]string{"sqlite": "sqlite", "file": "sqlite", "redis": "redis", "rediss": "redis"}
 
 // Open opens the ledger a URL-like setting names:
 //
@@ -187,60 +180,52 @@ const (
 //	redis://host:6379/0           Redis, for several instances (rediss:// for TLS;
 //	                              ?prefix=… sets the key prefix)
 //
-// Open does not fail when Redis is down (instances start and fail closed
-// per request); Ping checks it. Errors never repeat the setting, which
-// may hold a password.
+// memory: is always there; sqlite: and redis:// need their package
+// imported (see Register). Open does not fail when Redis is down
+// (instances start and fail closed per request); Ping checks it. Errors
+// never repeat the setting, which may hold a password.
 func Open(ctx context.Context, setting string, opts ...Option) (Ledger, error) {
-	o := options{prefix: defaultPrefix, maxEntries: defaultMaxEntries}
-	for _, f := range opts {
-		f(&o)
-	}
+	o := ApplyOptions(opts...)
 	scheme, rest, _ := strings.Cut(setting, ":")
-	switch strings.ToLower(scheme) {
-	case "", "memory":
-		if q, ok := strings.CutPrefix(rest, "?"); ok {
-			v, err := url.ParseQuery(q)
-			if err != nil {
-				return nil, errors.New("ledger: bad memory: options")
-			}
-			for k := range v {
-				if k != "max" {
-					return nil, fmt.Errorf("ledger: unknown memory: option %q", k)
-				}
-			}
-			n, err := strconv.Atoi(v.Get("max"))
-			if err != nil || n < 1 {
-				return nil, errors.New("ledger: memory:?max= wants a positive integer")
-			}
-			o.maxEntries = n
-		} else if rest != "" {
-			return nil, errors.New("ledger: memory: takes no path")
-		}
-		return newMemory(o), nil
-	case "sqlite", "file":
-		path := strings.TrimPrefix(rest, "//")
-		if path == "" {
-			return nil, errors.New("ledger: sqlite: needs a file path, as in sqlite:/var/lib/mrtr/ledger.db")
-		}
-		return OpenSQLite(ctx, path)
-	case "redis", "rediss":
-		return openRedisURL(setting, o)
+	scheme = strings.ToLower(scheme)
+	if scheme == "" || scheme == "memory" {
+		return openMemory(rest, o)
+	}
+	openersMu.RLock()
+	open := openers[scheme]
+	openersMu.RUnlock()
+	if open != nil {
+		return open(ctx, setting, o)
+	}
+	if pkg, ok := backendPackage[scheme]; ok {
+		return nil, fmt.Errorf("ledger: the %s: backend is not linked into this program: import _ \"github.com/mrtr-wasm/mrtr-wasm/ledger/%s\"", scheme, pkg)
 	}
 	return nil, fmt.Errorf("ledger: unknown ledger scheme %q (want memory:, sqlite:, file: or redis://)", scheme)
 }
 
-// NewMemory returns an in-process ledger, bounded in entries and time.
-func NewMemory(opts ...Option) Ledger {
-	o := options{prefix: defaultPrefix, maxEntries: defaultMaxEntries}
-	for _, f := range opts {
-		f(&o)
+func openMemory(rest string, o Options) (Ledger, error) {
+	if q, ok := strings.CutPrefix(rest, "?"); ok {
+		v, err := url.ParseQuery(q)
+		if err != nil {
+			return nil, errors.New("ledger: bad memory: options")
+		}
+		for k := range v {
+			if k != "max" {
+				return nil, fmt.Errorf("ledger: unknown memory: option %q", k)
+			}
+		}
+		n, err := strconv.Atoi(v.Get("max"))
+		if err != nil || n < 1 {
+			return nil, errors.New("ledger: memory:?max= wants a positive integer")
+		}
+		o.MaxEntries = n
+	} else if rest != "" {
+		return nil, errors.New("ledger: memory: takes no path")
 	}
-	return newMemory(o)
+	return newMemory(o), nil
 }
 
-func ms(d time.Duration) int64 {
-	if m := d.Milliseconds(); m > 0 {
-		return m
-	}
-	return 1
+// NewMemory returns an in-process ledger, bounded in entries and time.
+func NewMemory(opts ...Option) Ledger {
+	return newMemory(ApplyOptions(opts...))
 }

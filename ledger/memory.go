@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/mrtr-wasm/mrtr-wasm/ledger/internal/opcheck"
 )
 
 // memory is the in-process ledger: a map guarded by a mutex, with a heap
@@ -28,11 +30,11 @@ type memEntry struct {
 	sched   int64 // when its earliest heap item is due
 }
 
-func newMemory(o options) *memory {
-	if o.maxEntries < 1 {
-		o.maxEntries = defaultMaxEntries
+func newMemory(o Options) *memory {
+	if o.MaxEntries < 1 {
+		o.MaxEntries = defaultMaxEntries
 	}
-	return &memory{max: o.maxEntries, base: time.Now(), entries: make(map[string]*memEntry)}
+	return &memory{max: o.MaxEntries, base: time.Now(), entries: make(map[string]*memEntry)}
 }
 
 func (m *memory) now() int64 { return int64(time.Since(m.base)) }
@@ -85,13 +87,13 @@ func (m *memory) sweep(now int64) {
 }
 
 func (m *memory) Claim(ctx context.Context, op string, fp Fingerprint, lease time.Duration) (Claim, error) {
-	if err := checkOp(op); err != nil {
+	if err := opcheck.Op(op); err != nil {
 		return Claim{}, err
 	}
 	if err := ctx.Err(); err != nil {
 		return Claim{}, err
 	}
-	token := newToken()
+	token := opcheck.NewToken()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
@@ -104,7 +106,7 @@ func (m *memory) Claim(ctx context.Context, op string, fp Fingerprint, lease tim
 		case e.fp != fp:
 			return Claim{Status: Conflict}, nil
 		case e.done:
-			return Claim{Status: Finished, Result: clone(e.result)}, nil
+			return Claim{Status: Finished, Result: opcheck.Clone(e.result)}, nil
 		}
 		return Claim{Status: InProgress}, nil
 	}
@@ -116,7 +118,7 @@ func (m *memory) Claim(ctx context.Context, op string, fp Fingerprint, lease tim
 }
 
 func (m *memory) Finish(ctx context.Context, op, token string, fp Fingerprint, result []byte, ttl time.Duration) error {
-	if err := checkFinish(ctx, op, token); err != nil {
+	if err := opcheck.Finish(ctx, op, token); err != nil {
 		return err
 	}
 	m.mu.Lock()
@@ -130,7 +132,7 @@ func (m *memory) Finish(ctx context.Context, op, token string, fp Fingerprint, r
 		return ErrLost
 	}
 	if e != nil {
-		e.done, e.fp, e.result, e.expires = true, fp, clone(result), now+int64(ttl)
+		e.done, e.fp, e.result, e.expires = true, fp, opcheck.Clone(result), now+int64(ttl)
 		if e.expires < e.sched {
 			m.schedule(e) // sooner than its item: add one (the old is dropped)
 		}
@@ -142,7 +144,7 @@ func (m *memory) Finish(ctx context.Context, op, token string, fp Fingerprint, r
 			return ErrFull
 		}
 	}
-	m.add(&memEntry{op: op, done: true, token: token, fp: fp, result: clone(result), expires: now + int64(ttl)})
+	m.add(&memEntry{op: op, done: true, token: token, fp: fp, result: opcheck.Clone(result), expires: now + int64(ttl)})
 	return nil
 }
 
@@ -154,7 +156,7 @@ func InProcess(l Ledger) bool {
 }
 
 func (m *memory) Release(ctx context.Context, op, token string) error {
-	if err := checkOp(op); err != nil {
+	if err := opcheck.Op(op); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
@@ -172,7 +174,7 @@ func (m *memory) Release(ctx context.Context, op, token string) error {
 }
 
 func (m *memory) Get(ctx context.Context, op string) (Entry, error) {
-	if err := checkOp(op); err != nil {
+	if err := opcheck.Op(op); err != nil {
 		return Entry{}, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -190,7 +192,7 @@ func (m *memory) Get(ctx context.Context, op string) (Entry, error) {
 	if !e.done {
 		return Entry{State: Pending, Fingerprint: e.fp}, nil
 	}
-	return Entry{State: Done, Fingerprint: e.fp, Result: clone(e.result)}, nil
+	return Entry{State: Done, Fingerprint: e.fp, Result: opcheck.Clone(e.result)}, nil
 }
 
 func (m *memory) Ping(ctx context.Context) error {
@@ -217,13 +219,6 @@ func (m *memory) len() int {
 	defer m.mu.Unlock()
 	m.sweep(m.now())
 	return len(m.entries)
-}
-
-func clone(b []byte) []byte {
-	if b == nil {
-		return []byte{}
-	}
-	return append([]byte{}, b...)
 }
 
 type expItem struct {

@@ -56,11 +56,21 @@ kind(req) := "form" if {
 	req.method == "roots/list"
 } else := "unknown"
 
-# fields holds every form field with its classes.
-fields contains {"key": key, "name": name, "classes": classify.field_classes(name, prop)} if {
+# fields holds every form field with its classes, the core's verdict
+# (req.fields, built by the guard core) included.
+fields contains {"key": key, "name": name, "classes": classify.field_classes(name, prop, object.get(req, ["fields", name], {}))} if {
 	some key, req in inputs
 	kind(req) == "form"
 	some name, prop in req.params.requestedSchema.properties
+}
+
+# A form field without the core's verdict cannot be judged: the input was
+# not built by the guard core (policy.input), so nothing is allowed.
+unjudged contains {"key": key, "name": name} if {
+	some key, req in inputs
+	kind(req) == "form"
+	some name, _ in req.params.requestedSchema.properties
+	not is_object(object.get(req, ["fields", name], null))
 }
 
 form_field_count := sum([count(p) |
@@ -146,6 +156,13 @@ violations contains v if some v in tools.violations
 
 violations contains tools.denial("policy.input_malformed", "", "", "", "inputs must be an object of input requests by key") if {
 	not inputs_ok
+}
+
+violations contains tools.denial(
+	"policy.input_malformed", "", f.key, f.name,
+	sprintf("field %s of %s has no classification from the guard core (build the input with the core's policy.input)", [tools.quote(f.name), tools.quote(f.key)]),
+) if {
+	some f in unjudged
 }
 
 violations contains tools.denial(

@@ -6,7 +6,20 @@ demo := data.mrtr.datasets.demo
 
 strict := data.mrtr.datasets.strict
 
-form(props) := {"method": "elicitation/create", "params": {"mode": "form", "message": "?", "requestedSchema": {"type": "object", "properties": props}}}
+# form is a form request as the guard core's policy.input writes it: with
+# the core's verdict on every field ("fields"); secret names the fields the
+# core calls secrets, with their verdicts.
+form(props) := form_with(props, {})
+
+form_with(props, secret) := {
+	"method": "elicitation/create",
+	"fields": {name: object.get(secret, name, cleared) | some name, _ in props},
+	"params": {"mode": "form", "message": "?", "requestedSchema": {"type": "object", "properties": props}},
+}
+
+cleared := {"class": "", "language": "", "reason": ""}
+
+password := {"class": "password", "language": "", "reason": "name \"password\" means password"}
 
 url(u) := {"method": "elicitation/create", "params": {"mode": "url", "message": "Open this page", "url": u}}
 
@@ -41,7 +54,7 @@ test_demo_refuses_other_fields_and_forbidden_classes if {
 
 test_deny_wins_over_a_field_allowed_by_name if {
 	c := object.union(demo, {"tools": {"book_demo_call": {"fields": ["name", "email", "password"]}}})
-	d := ask.decision with input as ask_input("book_demo_call", {"c": form({"password": {"type": "string"}})}) with data.mrtr.config as c
+	d := ask.decision with input as ask_input("book_demo_call", {"c": form_with({"password": {"type": "string"}}, {"password": password})}) with data.mrtr.config as c
 	not d.allow
 	codes(d) == {["policy.class_forbidden", "c", "password"]}
 }
@@ -59,7 +72,7 @@ test_demo_list_bookings_asks_nothing if {
 test_demo_connect_calendar_url_only if {
 	ok := ask.decision with input as ask_input("connect_calendar", {"k": url("http://127.0.0.1:8080/connect/abc")}) with data.mrtr.config as demo
 	ok.allow
-	form_ask := ask.decision with input as ask_input("connect_calendar", {"k": form({"api_key": {"type": "string"}})}) with data.mrtr.config as demo
+	form_ask := ask.decision with input as ask_input("connect_calendar", {"k": form_with({"api_key": {"type": "string"}}, {"api_key": {"class": "api_key"}})}) with data.mrtr.config as demo
 	codes(form_ask) == {["policy.kind_not_allowed", "k", ""], ["policy.class_forbidden", "k", "api_key"]}
 	other := ask.decision with input as ask_input("connect_calendar", {"k": url("https://evil.example/connect/x")}) with data.mrtr.config as demo
 	codes(other) == {["policy.url_host_not_allowed", "k", ""]}
@@ -145,4 +158,28 @@ test_messages_name_the_rule if {
 		"field": "phone",
 		"message": "\"book_demo_call\" may not ask for field \"phone\" (contact.phone): tools.book_demo_call allows neither the name nor the class",
 	}]
+}
+
+test_the_secret_class_is_the_cores if {
+	# the core clears these: the policy has no word table of its own to refuse them by
+	cleared_by_core := form({
+		"token_count": {"type": "integer"},
+		"password_hint": {"type": "string"},
+		"api_key_name": {"type": "string"},
+		"has_api_key": {"type": "boolean"},
+	})
+	c := object.union(demo, {"tools": {"t": {"kinds": ["form"], "classes": ["number", "free_text", "contact.name", "choice"]}}})
+	d := ask.decision with input as ask_input("t", {"c": cleared_by_core}) with data.mrtr.config as c
+	d.allow
+
+	# and whatever the name, a field the core calls a secret is one
+	s := ask.decision with input as ask_input("t", {"c": form_with({"notes": {"type": "string"}}, {"notes": password})}) with data.mrtr.config as c
+	codes(s) == {["policy.class_forbidden", "c", "notes"]}
+}
+
+test_a_form_without_the_cores_verdicts_is_refused if {
+	bare := {"method": "elicitation/create", "params": {"mode": "form", "message": "?", "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}}}
+	d := ask.decision with input as ask_input("book_demo_call", {"c": bare}) with data.mrtr.config as demo
+	not d.allow
+	codes(d) == {["policy.input_malformed", "c", "name"]}
 }

@@ -5,9 +5,13 @@
 #   format. Names and titles are cut into words (camelCase, snake_case,
 #   kebab-case and spaces all work), and phrases of up to three words are
 #   looked up in the table below: a phrase ("email address") hides the
-#   classes of the words it is made of. A field that matches nothing gets
-#   a class from its type: choice (boolean, enum), number, free_text.
-#   Deployments add words with classifier.words in their data file.
+#   classes of the words it is made of. The class "secret" is never
+#   looked up here: it is the guard core's verdict, which the input
+#   carries for every form field ("fields"), so one detector (ten
+#   languages, with negators) decides what a secret is in every runtime.
+#   A field that matches nothing gets a class from its type: choice
+#   (boolean, enum), number, free_text. Deployments add words with
+#   classifier.words in their data file (never for "secret").
 package mrtr.classify
 
 # Every class a field can have. Data files may only name these.
@@ -31,11 +35,20 @@ classes := {
 }
 
 # field_classes is the set of classes of the form field name with schema
-# prop. It is always defined and never empty.
-field_classes(name, prop) := found if {
-	found := (text_classes(name) | text_classes(title(prop))) | format_classes(prop)
+# prop, given the core's verdict on it (the input's fields[name]). It is
+# always defined and never empty.
+field_classes(name, prop, verdict) := found if {
+	found := ((text_classes(name) | text_classes(title(prop))) | format_classes(prop)) | core_classes(verdict)
 	count(found) > 0
 } else := {type_class(prop)}
+
+# core_classes is {"secret"} when the guard core found that the field asks
+# for a secret (verdict.class names which kind); a field the core cleared
+# is no secret to the policy either.
+core_classes(verdict) := {"secret"} if {
+	is_string(verdict.class)
+	verdict.class != ""
+} else := set()
 
 title(prop) := t if {
 	t := prop.title
@@ -90,6 +103,7 @@ text_classes(s) := {c | some t in toks; c := word_class(t)} if {
 
 word_class(w) := c if {
 	c := data.mrtr.config.classifier.words[w]
+	c != "secret"
 } else := words[w]
 
 # words maps a lower-case word or phrase (words joined with "_") to its
@@ -300,56 +314,6 @@ words := {
 	"carte": "payment",
 	"cartão": "payment",
 	"信用卡": "payment",
-	# secret
-	"password": "secret",
-	"passwd": "secret",
-	"pwd": "secret",
-	"passphrase": "secret",
-	"pass_phrase": "secret",
-	"secret": "secret",
-	"secrets": "secret",
-	"token": "secret",
-	"api_key": "secret",
-	"apikey": "secret",
-	"api_token": "secret",
-	"access_token": "secret",
-	"accesstoken": "secret",
-	"refresh_token": "secret",
-	"auth_token": "secret",
-	"bearer": "secret",
-	"private_key": "secret",
-	"privatekey": "secret",
-	"secret_key": "secret",
-	"access_key": "secret",
-	"client_secret": "secret",
-	"credential": "secret",
-	"credentials": "secret",
-	"pin": "secret",
-	"pin_code": "secret",
-	"otp": "secret",
-	"totp": "secret",
-	"mfa": "secret",
-	"2_fa": "secret",
-	"two_factor": "secret",
-	"verification_code": "secret",
-	"security_code": "secret",
-	"auth_code": "secret",
-	"recovery_code": "secret",
-	"backup_code": "secret",
-	"seed": "secret",
-	"seed_phrase": "secret",
-	"mnemonic": "secret",
-	"recovery_phrase": "secret",
-	"contraseña": "secret",
-	"contrasena": "secret",
-	"clave": "secret",
-	"passwort": "secret",
-	"kennwort": "secret",
-	"mot_de_passe": "secret",
-	"senha": "secret",
-	"密码": "secret",
-	"パスワード": "secret",
-	"비밀번호": "secret",
 	# health
 	"health": "health",
 	"medical": "health",

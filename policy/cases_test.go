@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/bundle"
@@ -17,6 +18,8 @@ import (
 	"github.com/open-policy-agent/opa/v1/resolver"
 	"github.com/open-policy-agent/opa/v1/resolver/wasm"
 	"github.com/open-policy-agent/opa/v1/util"
+
+	"github.com/mrtr-wasm/mrtr-wasm/host"
 )
 
 var update = flag.Bool("update", false, "rewrite the expected decisions of testdata/policy/cases.json")
@@ -77,6 +80,13 @@ func TestSharedCases(t *testing.T) {
 			}
 			engines[c.Data] = e
 			wasmRes[c.Data] = wasmResolver(t, e)
+		}
+		if *update {
+			// Inputs as the guard core builds them (policy.input); a
+			// case whose input the core would not build stays as written.
+			if in, ok := coreInput(ctx, c); ok {
+				doc.Cases[i].Input, c.Input = in, in
+			}
 		}
 		// Go: the raw decision document, then the typed reading of it.
 		cpl := e.cur.Load()
@@ -216,4 +226,36 @@ func canonical(t *testing.T, v any) []byte {
 	_ = util.UnmarshalJSON(b, &x)
 	b, _ = json.Marshal(x)
 	return b
+}
+
+// coreInput rebuilds a case's input with the guard core's policy.input,
+// which adds the core's verdict on each form field.
+func coreInput(ctx context.Context, c policyCase) (json.RawMessage, bool) {
+	var in struct {
+		Principal  string `json:"principal"`
+		Method     string `json:"method"`
+		Target     string `json:"target"`
+		TTLSeconds int    `json:"ttl_seconds"`
+		MaxRounds  int    `json:"max_rounds"`
+		Inputs     *map[string]struct {
+			Method string          `json:"method"`
+			Params json.RawMessage `json:"params"`
+		} `json:"inputs"`
+	}
+	if json.Unmarshal(c.Input, &in) != nil {
+		return nil, false
+	}
+	ask := c.entry() == AskEntrypoint
+	if ask && in.Inputs == nil {
+		return nil, false
+	}
+	q := &host.PolicyQuery{Principal: in.Principal, Method: in.Method, Target: in.Target,
+		TTL: time.Duration(in.TTLSeconds) * time.Second, MaxRounds: in.MaxRounds}
+	if ask {
+		for k, r := range *in.Inputs {
+			q.Inputs = append(q.Inputs, host.InputRequest{Key: k, Method: r.Method, Params: r.Params})
+		}
+	}
+	out, err := q.BuildInput(ctx, ask, true)
+	return out, err == nil
 }

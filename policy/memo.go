@@ -47,9 +47,9 @@ func (m *memo) put(k [32]byte, d *Decision) {
 }
 
 // memoKey digests everything of q the policy can see (the principal only
-// when the policy reads it). With reduced unset it digests the params as
-// sent, a cheaper key that only an identical query hits.
-func memoKey(entry byte, q *host.PolicyQuery, withPrincipal, reduced bool) [32]byte {
+// when the policy reads it), as the host sent it: a cheap key that only an
+// identical query hits, and that needs no call into the guard core.
+func memoKey(entry byte, q *host.PolicyQuery, withPrincipal bool) [32]byte {
 	h := sha256.New()
 	var b [8]byte
 	str := func(s string) {
@@ -58,27 +58,26 @@ func memoKey(entry byte, q *host.PolicyQuery, withPrincipal, reduced bool) [32]b
 		h.Write([]byte(s))
 	}
 	h.Write([]byte{entry})
-	if reduced {
-		h.Write([]byte{'r'})
-	}
-	str(q.Method)
-	str(q.Target)
-	if withPrincipal {
-		str(q.Principal)
-	}
-	binary.LittleEndian.PutUint64(b[:], uint64(q.TTL/time.Second))
-	h.Write(b[:])
-	binary.LittleEndian.PutUint64(b[:], uint64(q.MaxRounds))
-	h.Write(b[:])
-	if entry == 'a' {
-		binary.LittleEndian.PutUint64(b[:], uint64(len(q.Inputs)))
+	if q.Input != nil {
+		// A query with its input given is that input.
+		h.Write([]byte{'i'})
+		h.Write(q.Input)
+	} else {
+		str(q.Method)
+		str(q.Target)
+		if withPrincipal {
+			str(q.Principal)
+		}
+		binary.LittleEndian.PutUint64(b[:], uint64(q.TTL/time.Second))
 		h.Write(b[:])
-		for _, in := range q.Inputs {
-			str(in.Key)
-			str(in.Method)
-			if reduced {
-				str(string(policyParams(in.Params)))
-			} else {
+		binary.LittleEndian.PutUint64(b[:], uint64(q.MaxRounds))
+		h.Write(b[:])
+		if entry == 'a' {
+			binary.LittleEndian.PutUint64(b[:], uint64(len(q.Inputs)))
+			h.Write(b[:])
+			for _, in := range q.Inputs {
+				str(in.Key)
+				str(in.Method)
 				str(string(in.Params))
 			}
 		}

@@ -1,7 +1,9 @@
 package policy
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"io/fs"
@@ -157,19 +159,28 @@ func (e *Engine) Resume(ctx context.Context, q *host.PolicyQuery) (*host.PolicyD
 
 // decide evaluates a guard query on one loaded policy, through its memo.
 func (c *compiled) decide(ctx context.Context, entry byte, q *host.PolicyQuery) (*Decision, error) {
-	// The exact query first (a hash, no JSON work); then the query as the
-	// policy sees it (without messages and defaults), shared by every user
-	// of a form.
-	exact := memoKey(entry, q, c.principal, false)
+	// The exact query first (a hash, no JSON work, no guard call); then
+	// the input the guard core builds (without messages and defaults, and
+	// without the principal unless the policy reads it), shared by every
+	// user of a form.
+	exact := memoKey(entry, q, c.principal)
 	if d := c.memo.get(exact); d != nil {
 		return d, nil
 	}
-	k := memoKey(entry, q, c.principal, true)
+	in, err := q.BuildInput(ctx, entry == 'a', c.principal)
+	if err != nil {
+		return nil, err
+	}
+	h := sha256.New()
+	h.Write([]byte{entry})
+	h.Write(in)
+	var k [32]byte
+	h.Sum(k[:0])
 	if d := c.memo.get(k); d != nil {
 		c.memo.put(exact, d)
 		return d, nil
 	}
-	d, err := c.evalQuery(ctx, entry, q)
+	d, err := c.evalInput(ctx, entry, in)
 	if err != nil {
 		return nil, err
 	}
@@ -178,24 +189,33 @@ func (c *compiled) decide(ctx context.Context, entry byte, q *host.PolicyQuery) 
 	return d, nil
 }
 
-// evalQuery evaluates a guard query without the memo.
+// evalQuery evaluates a guard query without the memo: the core builds
+// the input, OPA decides.
 func (c *compiled) evalQuery(ctx context.Context, entry byte, q *host.PolicyQuery) (*Decision, error) {
-	in, err := queryInput(q, entry == 'a')
+	in, err := q.BuildInput(ctx, entry == 'a', c.principal)
 	if err != nil {
 		return nil, err
+	}
+	return c.evalInput(ctx, entry, in)
+}
+
+func (c *compiled) evalInput(ctx context.Context, entry byte, in []byte) (*Decision, error) {
+	v, err := ast.ValueFromReader(bytes.NewReader(in))
+	if err != nil {
+		return nil, &host.Error{Code: host.CodePolicyDenied, Message: "the policy input is not JSON", Reason: "policy_input"}
 	}
 	pq := c.resume
 	if entry == 'a' {
 		pq = c.ask
 	}
-	return c.eval(ctx, pq, in)
+	return c.eval(ctx, pq, v)
 }
 
 // Eval evaluates a raw policy input (JSON, shaped as policies/README.md
 // says) at an entrypoint: AskEntrypoint or ResumeEntrypoint.
 func (e *Engine) Eval(ctx context.Context, entrypoint string, input []byte) (*Decision, error) {
 	c := e.cur.Load()
-	v, err := ast.ValueFromReader(bytesReader(input))
+	v, err := ast.ValueFromReader(bytes.NewReader(input))
 	if err != nil {
 		return nil, fmt.Errorf("policy: the input is not JSON: %w", err)
 	}

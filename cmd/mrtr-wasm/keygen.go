@@ -8,13 +8,20 @@ import (
 	"github.com/mrtr-wasm/mrtr-wasm/host"
 )
 
-// runKeygen prints one new k4.local key line, for MRTR_KEYS or a key file.
+const keygenUsage = `Usage: mrtr-wasm keygen [-o FILE]
+
+Makes a new random k4.local key (PASERK) on one line: on stdout, or in
+FILE, created with mode 0600 (an existing FILE is never overwritten). Put
+it first in MRTR_KEYS or a key file to seal with it; keep the old key after
+it until the states it sealed have expired.
+`
+
+// runKeygen prints one new k4.local key line, or writes it to -o FILE.
 func runKeygen(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("mrtr-wasm keygen", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: mrtr-wasm keygen\n\nPrints a new random k4.local key (PASERK) on one line. Put it first in\nMRTR_KEYS or a key file to seal with it; keep the old key after it until\nthe states it sealed have expired.")
-	}
+	fs.Usage = func() { fmt.Fprint(stderr, keygenUsage) }
+	out := fs.String("o", "", "write the key to this new file (mode 0600) instead of stdout")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return flagExit(err)
@@ -23,6 +30,14 @@ func runKeygen(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mrtr-wasm keygen: unexpected argument %q\n", pos[0])
 		return exitUsage
 	}
-	fmt.Fprintln(stdout, host.GenerateKey())
+	line := host.GenerateKey() + "\n"
+	if *out == "" {
+		fmt.Fprint(stdout, line)
+		return exitOK
+	}
+	if err := writeNewSecretFile(*out, []byte(line)); err != nil {
+		fmt.Fprintln(stderr, "mrtr-wasm keygen:", err)
+		return exitUsage
+	}
 	return exitOK
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -340,4 +341,86 @@ func TestLintBadPolicy(t *testing.T) {
 	if code != exitUsage || !strings.Contains(stderr, data2+":2: at /version") || !strings.Contains(stderr, data2+":1: at /: missing properties") {
 		t.Errorf("bad data shape: %d %q", code, stderr)
 	}
+}
+
+// TestLintSecretClassifierAgreement: one secret classifier. Every case of
+// the labelled corpus (testdata/secret-fields; public.jsonl is the shared
+// corpus byte for byte) goes through lint with the shipped policy as a
+// one-field form; a policy finding calls a field secret exactly when the
+// core's secret rule (mrtr.form.secret_field) does.
+func TestLintSecretClassifierAgreement(t *testing.T) {
+	type corpusCase struct {
+		ID     string          `json:"id"`
+		Name   string          `json:"name"`
+		Schema json.RawMessage `json:"schema"`
+		Secret bool            `json:"secret"`
+	}
+	var cases []corpusCase
+	files, _ := filepath.Glob("../../testdata/secret-fields/*.jsonl")
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+			var c corpusCase
+			if err := json.Unmarshal([]byte(line), &c); err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			cases = append(cases, c)
+		}
+	}
+	if len(cases) < 500 {
+		t.Fatalf("only %d corpus cases", len(cases))
+	}
+	type tool struct {
+		Name          string         `json:"name"`
+		InputRequests map[string]any `json:"inputRequests"`
+	}
+	var decl struct {
+		Tools []tool `json:"tools"`
+	}
+	for _, c := range cases {
+		decl.Tools = append(decl.Tools, tool{Name: "t_" + c.ID, InputRequests: map[string]any{"k": map[string]any{
+			"method": "elicitation/create",
+			"params": map[string]any{"mode": "form", "message": "?", "requestedSchema": map[string]any{
+				"type": "object", "properties": map[string]any{c.Name: c.Schema}}},
+		}}})
+	}
+	b, _ := json.Marshal(decl)
+	_, out, stderr := lintJSON(t, writeFile(t, "corpus.json", string(b)))
+	if stderr != "" {
+		t.Fatal(stderr)
+	}
+	quoted := regexp.MustCompile(`"[^"]*"`)
+	secretWord := regexp.MustCompile(`\bsecret\b`)
+	core, policy := map[string]bool{}, map[string]bool{}
+	for _, f := range out.Findings {
+		tl, _ := f["tool"].(string)
+		code, _ := f["code"].(string)
+		msg, _ := f["message"].(string)
+		switch {
+		case code == "mrtr.form.secret_field":
+			core[tl] = true
+		case strings.HasPrefix(code, "policy.") && secretWord.MatchString(quoted.ReplaceAllString(msg, "")):
+			policy[tl] = true
+		}
+	}
+	agree, labelled := 0, 0
+	for _, c := range cases {
+		tl := "t_" + c.ID
+		if policy[tl] && !core[tl] {
+			t.Errorf("%s (%s): the policy calls it secret, the core clears it", c.ID, c.Name)
+		}
+		if core[tl] && !policy[tl] {
+			t.Errorf("%s (%s): the core calls it secret, the policy's input lost that", c.ID, c.Name)
+		}
+		if core[tl] == c.Secret {
+			labelled++
+		}
+		if core[tl] == policy[tl] {
+			agree++
+		}
+	}
+	t.Logf("%d corpus fields: policy and core agree on %d; the core matches the label on %d; %d called secret", len(cases), agree, labelled, len(core))
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/mrtr-wasm/mrtr-wasm/policy"
 )
@@ -16,48 +17,90 @@ const (
 	exitUsage    = 2
 )
 
-const usage = `mrtr-wasm: the guard between "I need one more answer" and "I act on it".
+// command is one subcommand: its name, what its usage line shows after
+// the name, a one-line summary, and the function that runs it. The usage
+// text is made from this table, so it cannot leave a command out.
+type command struct {
+	name, args, summary string
+	run                 func(args []string, stdout, stderr io.Writer) int
+}
 
-Usage:
-  mrtr-wasm lint [flags] FILE...      lint tool declarations, elicitation params or requestedSchemas
-  mrtr-wasm policy test [DIR]         run the policy's Rego tests
-  mrtr-wasm policy eval --input FILE  print a policy decision
-  mrtr-wasm policy build [DIR] -o F   compile the policy to an OPA Wasm bundle
-  mrtr-wasm keygen                    print a new k4.local key
-  mrtr-wasm serve [flags]             run the demo MCP server
-  mrtr-wasm proxy [flags] --upstream URL | -- CMD ARGS
-                                      guard an MCP server you did not write
+// commands is the dispatcher, in the order usage lists them. A command
+// with subcommands (policy) lists each of them instead of itself.
+var commands = []command{
+	{"serve", "[flags]", "run the MCP server with the guard and the demo tools", runServe},
+	{"proxy", "[flags] --upstream URL | -- CMD ARGS", "guard an MCP server you did not write", runProxy},
+	{"lint", "[flags] FILE...", "lint tool declarations, elicitation params or requestedSchemas", runLint},
+	{"policy", "", "", runPolicy},
+	{"keygen", "[-o FILE]", "make a new k4.local key (stdout, or FILE written 0600)", runKeygen},
+}
 
+const usageTail = `
 DIR defaults to the shipped policies (embedded). "mrtr-wasm COMMAND -h"
 lists a command's flags. Exit codes: 0 clean, 1 findings at error
 severity, 2 usage or unusable input.
 `
 
+// usageText lists every command of the dispatcher, and every subcommand
+// of those that have some.
+func usageText() string {
+	type line struct{ left, summary string }
+	var lines []line
+	for _, c := range commands {
+		subs := subcommands[c.name]
+		if subs == nil {
+			subs = []command{{args: c.args, summary: c.summary}}
+		}
+		for _, s := range subs {
+			left := strings.TrimSpace(strings.Join([]string{"mrtr-wasm", c.name, s.name, s.args}, " "))
+			lines = append(lines, line{strings.Join(strings.Fields(left), " "), s.summary})
+		}
+	}
+	width := 0
+	for _, l := range lines {
+		width = max(width, len(l.left))
+	}
+	var b strings.Builder
+	b.WriteString("mrtr-wasm: the guard between \"I need one more answer\" and \"I act on it\".\n\nUsage:\n")
+	for _, l := range lines {
+		fmt.Fprintf(&b, "  %-*s  %s\n", width, l.left, l.summary)
+	}
+	b.WriteString(usageTail)
+	return b.String()
+}
+
+// subcommands are the second-level dispatchers, by command name.
+var subcommands = map[string][]command{"policy": policyCommands}
+
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
 // run is the whole command, testable: args without the program name.
 func run(args []string, stdout, stderr io.Writer) int {
+	return dispatch("mrtr-wasm", commands, usageText(), args, stdout, stderr)
+}
+
+// dispatch runs the command of table that args name, or prints usage.
+func dispatch(prog string, table []command, usage string, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return exitUsage
 	}
-	cmd, args := args[0], args[1:]
-	switch cmd {
-	case "lint":
-		return runLint(args, stdout, stderr)
-	case "policy":
-		return runPolicy(args, stdout, stderr)
-	case "keygen":
-		return runKeygen(args, stdout, stderr)
-	case "serve":
-		return runServe(args, stdout, stderr)
-	case "proxy":
-		return runProxy(args, stdout, stderr)
+	name, args := args[0], args[1:]
+	switch name {
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
 	}
-	fmt.Fprintf(stderr, "mrtr-wasm: unknown command %q\n\n%s", cmd, usage)
+	for _, c := range table {
+		if c.name == name {
+			return c.run(args, stdout, stderr)
+		}
+	}
+	what := "command"
+	if prog != "mrtr-wasm" {
+		what = "subcommand"
+	}
+	fmt.Fprintf(stderr, "%s: unknown %s %q\n\n%s", prog, what, name, usage)
 	return exitUsage
 }
 

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -95,6 +96,50 @@ func TestUsage(t *testing.T) {
 	}
 	if code, _, stderr := runCLI(t, "policy", "frob"); code != exitUsage || !strings.Contains(stderr, `unknown subcommand "frob"`) {
 		t.Errorf("policy frob: %d %q", code, stderr)
+	}
+}
+
+// TestUsageNamesEveryCommand: usage and the package doc name every command
+// of the dispatcher (serve included), and every name in the table reaches
+// its command.
+func TestUsageNamesEveryCommand(t *testing.T) {
+	_, usage, _ := runCLI(t, "help")
+	doc, err := os.ReadFile("doc.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, c := range commands {
+		if subs := subcommands[c.name]; subs != nil {
+			for _, s := range subs {
+				names = append(names, c.name+" "+s.name)
+			}
+			continue
+		}
+		names = append(names, c.name)
+	}
+	if !slices.Contains(names, "serve") || !slices.Contains(names, "policy build") {
+		t.Fatalf("the dispatcher lost a command: %v", names)
+	}
+	for _, n := range names {
+		want := regexp.MustCompile(`(?m)^(//)?\s+mrtr-wasm ` + n + `( |$)`)
+		if !want.MatchString(usage) {
+			t.Errorf("usage does not name %q:\n%s", n, usage)
+		}
+		if !want.MatchString(string(doc)) {
+			t.Errorf("doc.go does not name %q", n)
+		}
+		// "-h" reaches the command itself (exit 0), not the unknown-command path.
+		var stdout, stderr bytes.Buffer
+		if code := run(append(strings.Fields(n), "-h"), &stdout, &stderr); code != exitOK || strings.Contains(stderr.String(), "unknown") {
+			t.Errorf("%s -h: %d %q", n, code, stderr.String())
+		}
+	}
+	// Every command line in usage and doc.go is one the dispatcher runs.
+	for _, m := range regexp.MustCompile(`(?m)^(?://)?\s+mrtr-wasm (\w+)`).FindAllStringSubmatch(usage+string(doc), -1) {
+		if !slices.ContainsFunc(commands, func(c command) bool { return c.name == m[1] }) {
+			t.Errorf("usage or doc.go names %q, which the dispatcher does not run", m[1])
+		}
 	}
 }
 

@@ -33,25 +33,15 @@ DIR defaults to the shipped policies (embedded); the data file to
 DIR/data/demo.json.
 `
 
+// policyCommands is policy's dispatcher; the top-level usage lists each.
+var policyCommands = []command{
+	{"test", "[DIR]", "run the policy's Rego tests", runPolicyTest},
+	{"eval", "--input FILE", "print a policy decision", runPolicyEval},
+	{"build", "[DIR] -o F", "compile the policy to an OPA Wasm bundle", runPolicyBuild},
+}
+
 func runPolicy(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, policyUsage)
-		return exitUsage
-	}
-	sub, args := args[0], args[1:]
-	switch sub {
-	case "test":
-		return runPolicyTest(args, stdout, stderr)
-	case "eval":
-		return runPolicyEval(args, stdout, stderr)
-	case "build":
-		return runPolicyBuild(args, stdout, stderr)
-	case "help", "-h", "-help", "--help":
-		fmt.Fprint(stdout, policyUsage)
-		return exitOK
-	}
-	fmt.Fprintf(stderr, "mrtr-wasm policy: unknown subcommand %q\n\n%s", sub, policyUsage)
-	return exitUsage
+	return dispatch("mrtr-wasm policy", policyCommands, policyUsage, args, stdout, stderr)
 }
 
 func policyFlags(name string, stderr io.Writer) *flag.FlagSet {

@@ -48,8 +48,8 @@ flags:
 // same thing in both).
 func addSharedFlags(fs *flag.FlagSet, o *serveOptions) {
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "HTTP listen address (the MCP endpoint is /mcp)")
-	fs.StringVar(&o.keysFile, "keys", "", "file of k4.local keys (the MRTR_KEYS format); default: the MRTR_KEYS environment variable")
-	fs.StringVar(&o.tokensFile, "auth-tokens", "", "JSON file mapping bearer tokens to principal names; without it every caller is \"anonymous\"")
+	fs.StringVar(&o.keysFile, "keys", "", "file of k4.local keys (the MRTR_KEYS format; mode 0600 or stricter); default: the MRTR_KEYS environment variable")
+	fs.StringVar(&o.tokensFile, "auth-tokens", "", "JSON file mapping bearer tokens to principal names (mode 0600 or stricter); without it every caller is \"anonymous\"")
 	fs.StringVar(&o.policyDir, "policy", "", "policy directory (.rego files and data/); default: the shipped policies")
 	fs.StringVar(&o.policyData, "policy-data", "", "data file name in the policy's data/ (default: demo for serve, proxy for proxy)")
 	fs.StringVar(&o.ledger, "ledger", "memory:", "replay ledger: memory:, sqlite:/path/ledger.db or redis://host:6379/0")
@@ -66,7 +66,8 @@ type serveOptions struct {
 	ledger, dataDir, crm, audience, engine, logFormat, logLevel  string
 	cacheDir                                                     string
 	stdio, conformance                                           bool
-	stateTTL, shutdown                                           time.Duration
+	stateTTL, shutdown, sessionIdle                              time.Duration
+	maxSessions                                                  int
 }
 
 func parseServe(args []string, stderr io.Writer) (*serveOptions, error) {
@@ -80,6 +81,8 @@ func parseServe(args []string, stderr io.Writer) (*serveOptions, error) {
 	addSharedFlags(fs, o)
 	fs.StringVar(&o.dataDir, "data", "mrtr-data", "data directory (the CRM's SQLite file, the wasm compilation cache); created on first run")
 	fs.StringVar(&o.crm, "crm", "", "CRM database: sqlite:/path/crm.db, or postgres://USER@HOST:5432/DB?sslmode=disable for a CRM that several instances share (default sqlite:DATA/crm.db)")
+	fs.DurationVar(&o.sessionIdle, "session-idle", server.DefaultSessionIdle, "close a legacy (2025-era) client's session after this long without a request")
+	fs.IntVar(&o.maxSessions, "max-sessions", server.DefaultMaxSessions, "most live legacy sessions (a further initialize gets HTTP 503)")
 	fs.BoolVar(&o.conformance, "conformance", false, "also serve the fixture tools of the official conformance suite")
 	fs.StringVar(&o.cacheDir, "wasm-cache", "", "directory for wazero's compiled guard.wasm (default DATA/wasm-cache)")
 	fs.StringVar(&o.audience, "audience", "mrtr-wasm-demo", "audience bound into every requestState (instances sharing keys must share it)")
@@ -114,6 +117,9 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	o, err := parseServe(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
+	}
+	if err == nil {
+		err = errors.Join(checkPrivateFile("--keys", o.keysFile), checkPrivateFile("--auth-tokens", o.tokensFile))
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "mrtr-wasm serve:", err)
@@ -151,7 +157,7 @@ const ephemeralWarning = `
 ################################################################################
 # WARNING: no keys (neither MRTR_KEYS nor --keys): using an EPHEMERAL key.      #
 # Rounds in flight will NOT survive a restart and CANNOT span instances.        #
-# For anything but a try-out: mrtr-wasm keygen > keys && serve --keys keys      #
+# For anything but a try-out: mrtr-wasm keygen -o keys && serve --keys keys     #
 ################################################################################
 `
 
@@ -255,7 +261,8 @@ func runServer(ctx context.Context, o *serveOptions, stdin io.Reader, stdout, st
 
 	cfg := server.Config{
 		Guard: guard, CRM: store, Tokens: tokens, PublicURL: publicURL, Logger: log, Version: version(),
-		Telemetry: tel,
+		Telemetry:   tel,
+		SessionIdle: o.sessionIdle, MaxSessions: o.maxSessions,
 	}
 	if o.conformance {
 		// The fixtures ask for sampling and roots, which the demo policy
@@ -301,8 +308,7 @@ func runServer(ctx context.Context, o *serveOptions, stdin io.Reader, stdout, st
 
 	var runErr error
 	if o.stdio {
-		t := server.CheckStdio(&mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}})
-		runErr = srv.MCP().Run(ctx, t)
+		runErr = srv.RunStdio(ctx, stdin, nopWriteCloser{stdout})
 		if errors.Is(runErr, context.Canceled) || errors.Is(runErr, io.EOF) {
 			runErr = nil
 		}

@@ -22,15 +22,12 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/mrtr-wasm/mrtr-wasm/host"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/testenv"
 )
 
-// The real services the multi-instance test shares; both fail the test,
-// never skip it, when they do not answer.
-const (
-	multiRedis    = "redis://127.0.0.1:6379/0"
-	multiPostgres = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-	pgPassword    = "pgpw-marker-7c1d" // trust auth ignores it; logs must not show it
-)
+// The multi-instance test shares a real Redis and PostgreSQL
+// (testenv: skipped without them, failed under MRTR_REQUIRE_SERVICES=1).
+const pgPassword = "pgpw-marker-7c1d" // trust auth ignores it; logs must not show it
 
 func randHex(n int) string {
 	b := make([]byte, n)
@@ -43,10 +40,8 @@ func randHex(n int) string {
 // logged) and a connection to inspect it. The schema is dropped at the end.
 func sharedPostgres(t *testing.T) (setting, schema string, db *sql.DB) {
 	t.Helper()
-	base := multiPostgres
-	if v := os.Getenv("MRTR_TEST_POSTGRES"); v != "" {
-		base = v
-	}
+	testenv.Require(t, testenv.Postgres)
+	base := testenv.PostgresURL()
 	db, err := sql.Open("pgx", base)
 	if err != nil {
 		t.Fatalf("the test PostgreSQL URL: %v", err)
@@ -85,8 +80,9 @@ func sharedPostgres(t *testing.T) (setting, schema string, db *sql.DB) {
 // and deletes the prefix's keys at the end.
 func sharedRedis(t *testing.T) string {
 	t.Helper()
+	testenv.Require(t, testenv.Redis)
 	prefix := "mrtr-multi-test:" + randHex(8) + ":"
-	opts, err := redis.ParseURL(multiRedis)
+	opts, err := redis.ParseURL(testenv.RedisURL())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +91,7 @@ func sharedRedis(t *testing.T) string {
 	defer cancel()
 	if err := c.Ping(ctx).Err(); err != nil {
 		c.Close()
-		t.Fatalf("Redis does not answer at 127.0.0.1:6379: %v", err)
+		t.Fatalf("Redis accepts connections but does not answer PING: %v", err)
 	}
 	t.Cleanup(func() {
 		defer c.Close()
@@ -117,7 +113,11 @@ func sharedRedis(t *testing.T) string {
 			t.Errorf("cleaning %s*: %v", prefix, err)
 		}
 	})
-	return multiRedis + "?prefix=" + url.QueryEscape(prefix)
+	sep := "?"
+	if strings.Contains(testenv.RedisURL(), "?") {
+		sep = "&"
+	}
+	return testenv.RedisURL() + sep + "prefix=" + url.QueryEscape(prefix)
 }
 
 // metricValue reads one sample from a Prometheus text page (0 if absent).

@@ -342,12 +342,12 @@ var allCodes = []string{
 	CodeFormLegacyEnum, CodeFormSchemaDialect, CodeMissingMessage, CodeUnknownParam, CodeURLInvalid,
 	CodeURLNotHTTPS, CodeURLCredentials, CodeURLPersonalData, CodeInputUnknownMethod, CodeInputInvalidParams,
 	CodeInputKey, CodeInputDeprecated, CodeMethodNotAllowed, CodeCapabilityMissing, CodeStateInvalid,
-	CodeResponsesMalformed, CodeRoundsExceeded,
+	CodeResponsesMalformed, CodeRoundsExceeded, CodeUpstreamResult,
 }
 
 var allReasons = []string{
 	ReasonMalformed, ReasonOversize, ReasonUnknownKey, ReasonTampered, ReasonExpired, ReasonNotYetValid,
-	ReasonPrincipal, ReasonMethod, ReasonTarget, ReasonArguments, ReasonAudience, ReasonVersion,
+	ReasonPrincipal, ReasonMethod, ReasonTarget, ReasonArguments, ReasonAudience, ReasonVersion, ReasonUpstream,
 }
 
 func TestErrorCodesDocumented(t *testing.T) {
@@ -398,11 +398,19 @@ func checkResponse(tb testing.TB, out []byte) map[string]any {
 		}
 		return resp
 	}
-	if len(resp) != 3 {
-		tb.Fatalf("error response with other fields: %q", out)
-	}
 	e, _ := resp["error"].(map[string]any)
 	code, _ := e["code"].(string)
+	// "interrupted": true marks exactly the interrupted calls (ABI.md).
+	want := 3
+	if code == CodeInterrupted {
+		want = 4
+		if resp["interrupted"] != true {
+			tb.Fatalf("interrupted call without \"interrupted\": true: %q", out)
+		}
+	}
+	if len(resp) != want {
+		tb.Fatalf("error response with other fields: %q", out)
+	}
 	msg, _ := e["message"].(string)
 	if code == CodeInternal {
 		tb.Fatalf("internal error (a recovered panic): %q", out)

@@ -54,12 +54,14 @@ type Guard struct {
 	forms    map[string]*formEntry // by schema text without defaults
 	formsRaw map[string]*formEntry // by exact schema text (default-free only)
 
-	p   parser // the request envelope
-	sp  parser // a state payload
-	out []byte
-	buf []byte // scratch: payload to seal, canonical arguments
-	pt  []byte // plaintext of the opened state (g.sp points into it)
-	tok []byte // scratch: token bytes
+	p    parser // the request envelope
+	sp   parser // a state payload
+	dp   parser // the answers being digested
+	out  []byte
+	buf  []byte // scratch: payload to seal, canonical arguments
+	pt   []byte // plaintext of the opened state (g.sp points into it)
+	tok  []byte // scratch: token bytes
+	dbuf []byte // scratch: canonical answers
 }
 
 type keyEntry struct {
@@ -82,6 +84,7 @@ func (g *Guard) SetInterrupt(f func() bool) {
 	g.interrupt = f
 	g.p.interrupt = f
 	g.sp.interrupt = f
+	g.dp.interrupt = f
 }
 
 func (g *Guard) checkpoint() *Error {
@@ -105,6 +108,7 @@ func (g *Guard) Call(in []byte) (out []byte) {
 			g.formsRaw = make(map[string]*formEntry)
 			g.p = parser{interrupt: g.interrupt}
 			g.sp = parser{interrupt: g.interrupt}
+			g.dp = parser{interrupt: g.interrupt}
 			out = g.fail(newError(CodeInternal, "internal error in the guard core"))
 		}
 	}()
@@ -145,6 +149,8 @@ func (g *Guard) Call(in []byte) (out []byte) {
 		err = g.upstreamAskOp(root)
 	case "upstream.resume":
 		err = g.upstreamResumeOp(root)
+	case "policy.input":
+		err = g.policyInputOp(root)
 	case "paseto.seal":
 		err = g.pasetoSealOp(root)
 	case "paseto.open":
@@ -167,7 +173,13 @@ func (g *Guard) requestLimit() int {
 
 // fail replaces the output with an error envelope.
 func (g *Guard) fail(e *Error) []byte {
-	o := append(g.out[:0], `{"v":1,"ok":false,"error":{"code":`...)
+	o := append(g.out[:0], `{"v":1,"ok":false,`...)
+	if e.Code == CodeInterrupted {
+		// The host discards the instance: a documented field, so that no
+		// host has to look for the code in the bytes.
+		o = append(o, `"interrupted":true,`...)
+	}
+	o = append(o, `"error":{"code":`...)
 	o = appendString(o, e.Code)
 	o = append(o, `,"message":`...)
 	o = appendString(o, e.Message)

@@ -345,7 +345,6 @@ func lintProperty(p *parser, name string, v int32, fs *findings) formProp {
 		return fp
 	}
 	fp.typ = typ
-	info := fieldInfo{Name: name, Type: typ}
 	for _, m := range p.kids(v) {
 		if !strings.Contains(allowed, " "+m.key+" ") {
 			fs.add(CodeFormUnsupportedKey, name, "keyword "+quote(m.key)+" is not allowed on a "+typ+" property of a form")
@@ -354,18 +353,16 @@ func lintProperty(p *parser, name string, v int32, fs *findings) formProp {
 		switch m.key {
 		case "title":
 			fp.title, ok = p.string(m.val)
-			info.Title = fp.title
 			if !ok {
 				fs.add(CodeFormBadKeywordValue, name, "\"title\" must be a string")
 			}
 		case "description":
-			info.Description, ok = p.string(m.val)
+			_, ok = p.string(m.val)
 			if !ok {
 				fs.add(CodeFormBadKeywordValue, name, "\"description\" must be a string")
 			}
 		case "format":
 			f, _ := p.string(m.val)
-			info.Format = f
 			switch f {
 			case "email", "uri", "date", "date-time":
 			case "password":
@@ -382,7 +379,6 @@ func lintProperty(p *parser, name string, v int32, fs *findings) formProp {
 				fs.add(CodeFormBadKeywordValue, name, quote(m.key)+" must be a finite number")
 			}
 		case "enum":
-			info.Choice = true
 			lintStringList(p, m.val, name, "enum", fs)
 		case "enumNames":
 			fs.warn(CodeFormLegacyEnum, name, "\"enumNames\" is a legacy, non-standard keyword; prefer oneOf with const and title")
@@ -390,15 +386,10 @@ func lintProperty(p *parser, name string, v int32, fs *findings) formProp {
 				fs.add(CodeFormEnum, name, "\"enumNames\" must be an array as long as \"enum\"")
 			}
 		case "oneOf":
-			info.Choice = true
 			lintTitledOptions(p, m.val, name, "oneOf", fs)
 		case "items":
-			info.Choice = true
 			lintItems(p, m.val, name, fs)
 		}
-	}
-	if p.get(v, "writeOnly") >= 0 {
-		info.WriteOnly = p.kindOf(p.get(v, "writeOnly")) == jTrue
 	}
 	if typ == "string" && p.get(v, "enum") >= 0 && p.get(v, "oneOf") >= 0 {
 		fs.add(CodeFormEnum, name, "a property has either \"enum\" or \"oneOf\", not both")
@@ -415,6 +406,7 @@ func lintProperty(p *parser, name string, v int32, fs *findings) formProp {
 	}
 	// The secret rule: writeOnly is not a form keyword, but a schema that
 	// carries it says loudly what it wants.
+	info := fieldInfoOf(p, name, typ, v)
 	if class, why := detectSecret(&info); class != secretNone {
 		fs.add(CodeFormSecretField, name, "field "+quote(name)+" asks for a secret ("+string(class)+": "+why+"); forms must never collect secrets: use a URL-mode elicitation (mode \"url\") to a page you serve")
 	}

@@ -195,9 +195,10 @@ func v4LocalOpen(dst []byte, key *[32]byte, token []byte, footer, implicit []byt
 }
 
 // v4LocalDecryptUnverified decrypts WITHOUT checking the tag. It exists only so that, after v4LocalOpen
-// failed, the caller can tell "the ciphertext was altered" (garbage) from "the token is intact but was
-// presented with other bindings" (readable payload) for an internal log reason. Never use its output
-// for a decision. Returns errToken if the token is not shaped like v4.local.
+// failed, the caller can read the bindings a token claims and check the tag against them (diagnose).
+// The output is attacker-controlled (a stream cipher: flipped ciphertext bits flip the same plaintext
+// bits); never use it for anything the tag has not confirmed. Returns errToken if the token is not
+// shaped like v4.local.
 func v4LocalDecryptUnverified(dst []byte, key *[32]byte, token []byte) ([]byte, error) {
 	raw, base, bodyEnd, ok := v4LocalDecode(dst, token)
 	if !ok {

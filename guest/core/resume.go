@@ -1,6 +1,8 @@
 package core
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"strconv"
 	"strings"
 )
@@ -156,7 +158,15 @@ func (g *Guard) resume(root int32, cp *callCtx, token string, resp int32, up *up
 		g.out = append(g.out, `,"round":`...)
 		g.out = strconv.AppendInt(g.out, int64(st.round), 10)
 		g.out = append(g.out, `,"answers":`...)
+		at := len(g.out)
 		g.out = g.appendAnswers(g.out, st, accepted)
+		d, err := g.answersDigest(g.out[at:])
+		if err != nil {
+			return err
+		}
+		g.out = append(g.out, `,"answersDigest":"`...)
+		g.out = hex.AppendEncode(g.out, d[:])
+		g.out = append(g.out, '"')
 		if st.app != "" {
 			g.out = append(g.out, `,"progress":`...)
 			g.out = appendString(g.out, st.app)
@@ -423,4 +433,24 @@ func (g *Guard) openOp(root int32) *Error {
 	g.out = append(g.out, ']')
 	g.end()
 	return nil
+}
+
+// answersDomain separates the answers digest from every other SHA-256 the
+// project computes (guest/ABI.md).
+const answersDomain = "mrtr-wasm/answers/v2\x00"
+
+// answersDigest is SHA-256(answersDomain || RFC 8785 form of the answers
+// object): the key under which every host claims the operation in the
+// replay ledger, so that Go and JavaScript servers sharing one ledger,
+// and two builds of this module, agree on "the same answers".
+func (g *Guard) answersDigest(answers []byte) ([32]byte, *Error) {
+	root, err := g.dp.parseValid(answers, stateMaxDepth)
+	if err != nil {
+		return [32]byte{}, err
+	}
+	g.dbuf = append(g.dbuf[:0], answersDomain...)
+	if g.dbuf, err = g.dp.appendCanonical(g.dbuf, root); err != nil {
+		return [32]byte{}, err
+	}
+	return sha256.Sum256(g.dbuf), nil
 }

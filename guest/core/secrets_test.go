@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -146,8 +148,34 @@ func ratio(a, b int) string {
 	return fmt.Sprintf("%.3f", float64(a)/float64(b))
 }
 
+// corpusFiles lists the labelled sets in testdata/secret-fields.
+func corpusFiles(tb testing.TB) []string {
+	tb.Helper()
+	paths, err := filepath.Glob(filepath.Join("..", "..", "testdata", "secret-fields", "*.jsonl"))
+	if err != nil || len(paths) == 0 {
+		tb.Fatalf("no corpus files: %v", err)
+	}
+	var out []string
+	for _, p := range paths {
+		out = append(out, filepath.Base(p))
+	}
+	return out
+}
+
+// langStats counts the secret/not verdicts of one language.
+type langStats struct{ tp, fp, fn, tn, classOK int }
+
+// Per-language floors: below minLangCases a language's figures mean little; below minRecall or above
+// maxFalsePositive the detector fails that language.
+const (
+	minLangCases     = 40
+	minRecall        = 0.95
+	maxFalsePositive = 0.05
+)
+
 func TestSecretCorpus(t *testing.T) {
-	for _, file := range []string{"public.jsonl", "extra.jsonl"} {
+	langs := map[string]*langStats{}
+	for _, file := range corpusFiles(t) {
 		t.Run(strings.TrimSuffix(file, ".jsonl"), func(t *testing.T) {
 			cases := loadSecretCorpus(t, file)
 			if file == "extra.jsonl" && len(cases) < 200 {
@@ -160,10 +188,26 @@ func TestSecretCorpus(t *testing.T) {
 			verdictOK := 0
 			for _, c := range cases {
 				got, why := detectSecret(&c.info)
+				ls := langs[c.Lang]
+				if ls == nil {
+					ls = &langStats{}
+					langs[c.Lang] = ls
+				}
+				switch {
+				case got != secretNone && c.want != secretNone:
+					ls.tp++
+				case got != secretNone:
+					ls.fp++
+				case c.want != secretNone:
+					ls.fn++
+				default:
+					ls.tn++
+				}
 				if (got != secretNone) == (c.want != secretNone) {
 					verdictOK++
 				}
 				if got == c.want {
+					ls.classOK++
 					stats[got].tp++
 					continue
 				}
@@ -175,11 +219,42 @@ func TestSecretCorpus(t *testing.T) {
 			logClassStats(t, fmt.Sprintf("%s: %d cases, secret/not verdict right on %d", file, len(cases), verdictOK), stats)
 		})
 	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "secret/not verdict per language, all files\n  %-6s %5s %5s %5s %5s %9s %7s %8s %9s\n",
+		"lang", "cases", "tp", "fp", "fn", "precision", "recall", "fp rate", "class ok")
+	names := slices.Sorted(maps.Keys(langs))
+	for _, l := range names {
+		s := langs[l]
+		n := s.tp + s.fp + s.fn + s.tn
+		fmt.Fprintf(&b, "  %-6s %5d %5d %5d %5d %9s %7s %8s %9s\n", l, n, s.tp, s.fp, s.fn,
+			ratio(s.tp, s.tp+s.fp), ratio(s.tp, s.tp+s.fn), ratio(s.fp, s.fp+s.tn), ratio(s.classOK, n))
+	}
+	t.Log(b.String())
+	for _, l := range vocabLanguages {
+		s := langs[l]
+		if s == nil {
+			t.Errorf("%s: no labelled cases", l)
+			continue
+		}
+		if n := s.tp + s.fp + s.fn + s.tn; n < minLangCases {
+			t.Errorf("%s: %d labelled cases, want at least %d", l, n, minLangCases)
+		}
+		if s.tp+s.fn == 0 || s.fp+s.tn == 0 {
+			t.Errorf("%s: needs both secret fields and look-alikes", l)
+			continue
+		}
+		if r := float64(s.tp) / float64(s.tp+s.fn); r < minRecall {
+			t.Errorf("%s: recall %.3f below %.2f", l, r, minRecall)
+		}
+		if r := float64(s.fp) / float64(s.fp+s.tn); r > maxFalsePositive {
+			t.Errorf("%s: false-positive rate %.3f above %.2f", l, r, maxFalsePositive)
+		}
+	}
 }
 
 // TestSecretCorpusReasons checks that every reason is short, quotes schema text only, and is empty for none.
 func TestSecretCorpusReasons(t *testing.T) {
-	for _, file := range []string{"public.jsonl", "extra.jsonl"} {
+	for _, file := range corpusFiles(t) {
 		for _, c := range loadSecretCorpus(t, file) {
 			got, why := detectSecret(&c.info)
 			checkReason(t, &c.info, got, why)
@@ -441,7 +516,7 @@ func classIndex(c secretClass) (int, bool) {
 
 func BenchmarkDetectSecret(b *testing.B) {
 	var fields []fieldInfo
-	for _, file := range []string{"public.jsonl", "extra.jsonl"} {
+	for _, file := range corpusFiles(b) {
 		for _, c := range loadSecretCorpus(b, file) {
 			fields = append(fields, c.info)
 		}
@@ -458,8 +533,11 @@ func BenchmarkDetectSecret(b *testing.B) {
 }
 
 func BenchmarkSecretTables(b *testing.B) {
+	files := embeddedVocab()
 	for i := 0; i < b.N; i++ {
-		buildSecretTable(secretTables)
+		if _, err := loadVocab(files); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 

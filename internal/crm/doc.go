@@ -17,5 +17,7 @@
 //
 // Secrets never leave the store: calendar API keys are written but never
 // read back through this API, no method logs, and neither errors nor
-// Store.Where repeat a PostgreSQL password.
+// Store.Where repeat a PostgreSQL password. The SQLite file and its -wal
+// and -shm files are mode 0600 from their creation, and a connect session
+// is deleted once it has expired.
 package crm

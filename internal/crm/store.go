@@ -90,6 +90,9 @@ func openSQLite(ctx context.Context, path string) (*Store, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("crm: creating the data directory: %w", err)
 	}
+	if err := createPrivate(path); err != nil {
+		return nil, err
+	}
 	// WAL lets readers run beside the one writer; busy_timeout makes
 	// writers queue instead of failing; NORMAL sync in WAL mode survives a
 	// crash of the process (a power cut may lose the last commits).
@@ -107,9 +110,32 @@ func openSQLite(ctx context.Context, path string) (*Store, error) {
 		db.Close()
 		return nil, err
 	}
-	// The file holds calendar API keys: keep it private.
-	_ = os.Chmod(path, 0o600)
 	return s, nil
+}
+
+// createPrivate makes the database file and its -wal and -shm companions
+// (which hold recent writes, calendar keys included) mode 0600 before
+// SQLite opens them: created so when missing (an empty file is an empty
+// database, WAL or index), tightened when an older version left them
+// looser. The mode is set explicitly, so the umask cannot widen it.
+func createPrivate(path string) error {
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o600)
+		if err != nil {
+			return fmt.Errorf("crm: creating %s: %w", p, err)
+		}
+		fi, err := f.Stat()
+		if err == nil && fi.Mode().Perm() != 0o600 {
+			err = f.Chmod(0o600)
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("crm: making %s private (mode 0600): %w", p, err)
+		}
+	}
+	return nil
 }
 
 // migrations are applied in order, each once, and each database records
@@ -138,6 +164,9 @@ var migrations = [][]string{
 			principal TEXT PRIMARY KEY,
 			api_key TEXT NOT NULL,
 			updated_ms BIGINT NOT NULL)`,
+	},
+	{ // 2: NewConnect deletes expired sessions by expiry.
+		`CREATE INDEX IF NOT EXISTS connect_sessions_expires ON connect_sessions (expires_ms)`,
 	},
 }
 
@@ -292,19 +321,18 @@ func (s *Store) ListBookings(ctx context.Context, principal string) ([]Booking, 
 	return out, rows.Err()
 }
 
-// CountBookings counts every booking (all principals).
-func (s *Store) CountBookings(ctx context.Context) (int, error) {
-	var n int
-	err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM bookings`).Scan(&n)
-	return n, err
-}
-
 // NewConnect starts a /connect visit for principal and returns its opaque
-// id (256 random bits, so it cannot be guessed; it names nobody).
+// id (256 random bits, so it cannot be guessed; it names nobody). It first
+// deletes every session that has expired, so the table holds only the
+// links that can still be used.
 func (s *Store) NewConnect(ctx context.Context, principal string, ttl time.Duration) (string, error) {
 	id := randomID("", 32)
+	now := s.now()
+	if _, err := s.db.ExecContext(ctx, s.q(`DELETE FROM connect_sessions WHERE expires_ms < ?`), now.UnixMilli()); err != nil {
+		return "", fmt.Errorf("crm: pruning connect sessions: %w", err)
+	}
 	_, err := s.db.ExecContext(ctx, s.q(`INSERT INTO connect_sessions (id, principal, expires_ms) VALUES (?, ?, ?)`),
-		id, principal, s.now().Add(ttl).UnixMilli())
+		id, principal, now.Add(ttl).UnixMilli())
 	if err != nil {
 		return "", fmt.Errorf("crm: starting a connect session: %w", err)
 	}
@@ -380,40 +408,4 @@ func (s *Store) CompleteConnect(ctx context.Context, id, principal, apiKey strin
 		return fmt.Errorf("crm: %w", err)
 	}
 	return nil
-}
-
-// HasCalendarKey reports whether principal has stored a calendar key. The
-// key itself is never returned through this package's API to callers that
-// render or log.
-func (s *Store) HasCalendarKey(ctx context.Context, principal string) (bool, error) {
-	var n int
-	err := s.db.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM calendar_keys WHERE principal = ?`), principal).Scan(&n)
-	if err != nil {
-		return false, fmt.Errorf("crm: %w", err)
-	}
-	return n > 0, nil
-}
-
-// calendarKey returns the stored key, for CalendarKeyMatches only.
-func (s *Store) calendarKey(ctx context.Context, principal string) (string, error) {
-	var k string
-	err := s.db.QueryRowContext(ctx, s.q(`SELECT api_key FROM calendar_keys WHERE principal = ?`), principal).Scan(&k)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", ErrNotFound
-	}
-	return k, err
-}
-
-// CalendarKeyMatches reports whether principal's stored key equals key,
-// in constant time (for tests and for a future "which key is this?" check)
-// without handing the stored key out.
-func (s *Store) CalendarKeyMatches(ctx context.Context, principal, key string) (bool, error) {
-	k, err := s.calendarKey(ctx, principal)
-	if errors.Is(err, ErrNotFound) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	return subtle.ConstantTimeCompare([]byte(k), []byte(key)) == 1, nil
 }

@@ -13,7 +13,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
 	"time"
+
+	"github.com/mrtr-wasm/mrtr-wasm/internal/testenv"
 )
 
 // TestStore runs one suite against both backends. PostgreSQL must answer
@@ -33,20 +36,12 @@ func freshSQLite(t *testing.T) string {
 	return "sqlite:" + filepath.Join(t.TempDir(), "crm.db")
 }
 
-const defaultTestPostgres = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-
-func testPostgresURL() string {
-	if v := os.Getenv("MRTR_TEST_POSTGRES"); v != "" {
-		return v
-	}
-	return defaultTestPostgres
-}
-
 // freshPostgres makes a schema of its own for the test, returns a setting
 // whose search_path points at it, and drops it when the test ends.
 func freshPostgres(t *testing.T) string {
 	t.Helper()
-	base := testPostgresURL()
+	testenv.Require(t, testenv.Postgres)
+	base := testenv.PostgresURL()
 	admin, err := sql.Open("pgx", base)
 	if err != nil {
 		t.Fatalf("the test PostgreSQL URL: %v", err)
@@ -55,7 +50,7 @@ func freshPostgres(t *testing.T) string {
 	defer cancel()
 	if err := admin.PingContext(ctx); err != nil {
 		admin.Close()
-		t.Fatalf("PostgreSQL does not answer (want 127.0.0.1:5432, trust auth, database test, or MRTR_TEST_POSTGRES; CI checks pg_isready -h 127.0.0.1 -p 5432): %v", err)
+		t.Fatalf("PostgreSQL accepts connections but does not answer (want trust auth and a database test): %v", err)
 	}
 	var b [8]byte
 	rand.Read(b[:])
@@ -131,8 +126,8 @@ func testStore(t *testing.T, fresh func(t *testing.T) string) {
 			got.Principal != "alice" || !got.CreatedAt.Equal(b.CreatedAt) || bs[1].ID != b2.ID {
 			t.Fatalf("after reopen: %+v, want %+v then %s", bs, b, b2.ID)
 		}
-		if n, err := s.CountBookings(ctx); err != nil || n != 2 {
-			t.Fatalf("CountBookings: %d %v", n, err)
+		if n := countRows(t, s, "bookings"); n != 2 {
+			t.Fatalf("%d bookings, want 2", n)
 		}
 	})
 
@@ -152,25 +147,25 @@ func testStore(t *testing.T, fresh func(t *testing.T) string) {
 		if err := s.CompleteConnect(ctx, id, "bob", "k"); !errors.Is(err, ErrPrincipal) {
 			t.Fatalf("bob completing alice's link: %v", err)
 		}
-		if ok, _ := s.HasCalendarKey(ctx, "bob"); ok {
+		if hasCalendarKey(t, s, "bob") {
 			t.Fatal("a refused link stored a key")
 		}
 		if err := s.CompleteConnect(ctx, id+"x", "alice", "k"); !errors.Is(err, ErrNotFound) {
 			t.Fatalf("edited id: %v", err)
 		}
-		if ok, _ := s.HasCalendarKey(ctx, "alice"); ok {
+		if hasCalendarKey(t, s, "alice") {
 			t.Fatal("a key before the link was completed")
 		}
 		if err := s.CompleteConnect(ctx, id, "alice", "the-key"); err != nil {
 			t.Fatal(err)
 		}
-		if ok, err := s.HasCalendarKey(ctx, "alice"); !ok || err != nil {
-			t.Fatalf("HasCalendarKey: %v %v", ok, err)
+		if !hasCalendarKey(t, s, "alice") {
+			t.Fatal("no calendar key for alice")
 		}
-		if ok, _ := s.CalendarKeyMatches(ctx, "alice", "the-key"); !ok {
+		if !calendarKeyIs(t, s, "alice", "the-key") {
 			t.Fatal("the key was not stored")
 		}
-		if ok, _ := s.CalendarKeyMatches(ctx, "alice", "the-kez"); ok {
+		if calendarKeyIs(t, s, "alice", "the-kez") {
 			t.Fatal("another key matches")
 		}
 		if c, _ := s.Connect(ctx, id); !c.Completed {
@@ -179,7 +174,7 @@ func testStore(t *testing.T, fresh func(t *testing.T) string) {
 		if err := s.CompleteConnect(ctx, id, "alice", "other"); !errors.Is(err, ErrUsed) {
 			t.Fatalf("reuse: %v", err)
 		}
-		if ok, _ := s.CalendarKeyMatches(ctx, "alice", "the-key"); !ok {
+		if !calendarKeyIs(t, s, "alice", "the-key") {
 			t.Fatal("a refused reuse replaced the key")
 		}
 		// A second link replaces the key (upsert).
@@ -187,7 +182,7 @@ func testStore(t *testing.T, fresh func(t *testing.T) string) {
 		if err := s.CompleteConnect(ctx, id2, "alice", "new-key"); err != nil {
 			t.Fatal(err)
 		}
-		if ok, _ := s.CalendarKeyMatches(ctx, "alice", "new-key"); !ok {
+		if !calendarKeyIs(t, s, "alice", "new-key") {
 			t.Fatal("the second link did not replace the key")
 		}
 		old, _ := s.NewConnect(ctx, "alice", time.Minute)
@@ -195,8 +190,45 @@ func testStore(t *testing.T, fresh func(t *testing.T) string) {
 		if err := s.CompleteConnect(ctx, old, "alice", "k"); !errors.Is(err, ErrExpired) {
 			t.Fatalf("expired: %v", err)
 		}
-		if ok, _ := s.CalendarKeyMatches(ctx, "alice", "new-key"); !ok {
+		if !calendarKeyIs(t, s, "alice", "new-key") {
 			t.Fatal("an expired link changed the key")
+		}
+	})
+
+	t.Run("expired connect sessions are deleted", func(t *testing.T) {
+		s := open(t, fresh(t))
+		defer s.Close()
+		t0 := time.Now()
+		s.now = func() time.Time { return t0 }
+		short, _ := s.NewConnect(ctx, "alice", time.Minute)
+		long, _ := s.NewConnect(ctx, "bob", time.Hour)
+		used, _ := s.NewConnect(ctx, "carol", time.Minute)
+		if err := s.CompleteConnect(ctx, used, "carol", "k"); err != nil {
+			t.Fatal(err)
+		}
+		if n := countRows(t, s, "connect_sessions"); n != 3 {
+			t.Fatalf("%d sessions, want 3", n)
+		}
+		s.now = func() time.Time { return t0.Add(2 * time.Minute) }
+		live, err := s.NewConnect(ctx, "alice", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range []string{short, used} {
+			if _, err := s.Connect(ctx, id); !errors.Is(err, ErrNotFound) {
+				t.Errorf("an expired session is still there: %v", err)
+			}
+		}
+		for _, id := range []string{long, live} {
+			if _, err := s.Connect(ctx, id); err != nil {
+				t.Errorf("a live session was deleted: %v", err)
+			}
+		}
+		if n := countRows(t, s, "connect_sessions"); n != 2 {
+			t.Fatalf("%d sessions, want the 2 live ones", n)
+		}
+		if !calendarKeyIs(t, s, "carol", "k") {
+			t.Fatal("deleting a used session deleted its key")
 		}
 	})
 
@@ -226,7 +258,7 @@ func testStore(t *testing.T, fresh func(t *testing.T) string) {
 				t.Errorf("writer %d: %q %v, want the one booking %q", i, ids[i], err, ids[0])
 			}
 		}
-		if c, _ := stores[0].CountBookings(ctx); c != 1 {
+		if c := countRows(t, stores[0], "bookings"); c != 1 {
 			t.Fatalf("%d rows exist, want 1", c)
 		}
 	})
@@ -265,7 +297,7 @@ func testStore(t *testing.T, fresh func(t *testing.T) string) {
 		if winner < 0 {
 			t.Fatal("no completion succeeded")
 		}
-		if ok, _ := stores[1].CalendarKeyMatches(ctx, "alice", fmt.Sprintf("key-%d", winner)); !ok {
+		if !calendarKeyIs(t, stores[1], "alice", fmt.Sprintf("key-%d", winner)) {
 			t.Fatal("the stored key is not the winner's")
 		}
 	})

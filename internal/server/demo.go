@@ -30,7 +30,7 @@ var contactSchema = json.RawMessage(`{"type":"object","properties":{` +
 	`"required":["name","email"]}`)
 
 func (s *Server) addDemoTools() {
-	s.mcp.AddTool(&mcp.Tool{
+	s.addTool(&mcp.Tool{
 		Name:        "book_demo_call",
 		Title:       "Book a demo call",
 		Description: "Books a demo call with our team. Asks the user for their name and work email, then for a time slot and a confirmation. Nothing is booked until every answer is in.",
@@ -39,7 +39,7 @@ func (s *Server) addDemoTools() {
 			`"booking":{"type":"object","properties":{"id":{"type":"string"},"name":{"type":"string"},"email":{"type":"string"},"topic":{"type":"string"},"slot":{"type":"string"},"created_at":{"type":"string"}}},` +
 			`"message":{"type":"string"}},"required":["booked"]}`),
 	}, s.bookDemoCall)
-	s.mcp.AddTool(&mcp.Tool{
+	s.addTool(&mcp.Tool{
 		Name:        "list_bookings",
 		Title:       "List my bookings",
 		Description: "Lists the demo calls booked by the calling user. Read-only.",
@@ -49,7 +49,7 @@ func (s *Server) addDemoTools() {
 			`"required":["id","name","email","topic","created_at"]}}},"required":["bookings"]}`),
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
 	}, s.listBookings)
-	s.mcp.AddTool(&mcp.Tool{
+	s.addTool(&mcp.Tool{
 		Name:        "connect_calendar",
 		Title:       "Connect a calendar",
 		Description: "Connects the user's outside calendar. The API key is entered on a page of this server (URL mode), never in the chat or the MCP client.",
@@ -394,31 +394,34 @@ func (s *Server) connectCalendar(ctx context.Context, r *mcp.CallToolRequest) (*
 	// Accept in URL mode is consent only: look at what the page recorded.
 	id := string(out.Progress)
 	cs, err := s.cfg.CRM.Connect(ctx, id)
+	gone := errors.Is(err, crm.ErrNotFound)
 	switch {
-	case errors.Is(err, crm.ErrNotFound):
-		return c.fail(ctx, &host.Error{Code: host.CodeInternal, Message: "the connection was lost; please call connect_calendar again"})
-	case err != nil:
+	case err != nil && !gone:
 		c.end(ctx, "error", err)
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "could not read the connection"}
-	case cs.Principal != req.Principal:
+	case !gone && cs.Principal != req.Principal:
 		// The state is bound to the principal, so this cannot happen unless
 		// the store was edited: refuse.
 		return c.fail(ctx, &host.Error{Code: host.CodeStateInvalid, Message: "invalid or expired requestState", Reason: "connect_principal"})
-	case cs.Completed:
+	case !gone && cs.Completed:
 		c.end(ctx, "complete", nil)
 		return Text("Your calendar is connected. The API key is stored on the server; it was never shown to the assistant."), nil
-	case time.Now().After(cs.ExpiresAt):
+	case gone || time.Now().After(cs.ExpiresAt):
+		// Expired (a session not found came from the sealed state, so it
+		// existed and was deleted after it expired): a new link.
 		id, err = s.cfg.CRM.NewConnect(ctx, req.Principal, s.cfg.ConnectTTL)
 		if err != nil {
 			c.end(ctx, "error", err)
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "could not start the connection"}
 		}
-		return c.askConnect(ctx, id, "The previous link expired. Open this new page to connect your calendar.")
+		return c.askConnect(ctx, id, "The previous link expired. Open this new page to connect your calendar.", host.After(out))
 	}
-	return c.askConnect(ctx, id, "The page has not been submitted yet. Open it, enter the calendar's API key, submit, then continue.")
+	// Asked again as the next round of the same request (After), so every
+	// turn counts against the round limit.
+	return c.askConnect(ctx, id, "The page has not been submitted yet. Open it, enter the calendar's API key, submit, then continue.", host.After(out))
 }
 
-func (c *call) askConnect(ctx context.Context, id, msg string) (*mcp.CallToolResult, error) {
+func (c *call) askConnect(ctx context.Context, id, msg string, opts ...host.AskOption) (*mcp.CallToolResult, error) {
 	url := strings.TrimRight(c.s.cfg.PublicURL, "/") + "/connect/" + id
-	return c.ask(ctx, []host.InputRequest{host.URL(keyCalendar, msg, url)}, host.Progress([]byte(id)))
+	return c.ask(ctx, []host.InputRequest{host.URL(keyCalendar, msg, url)}, append(opts, host.Progress([]byte(id)))...)
 }

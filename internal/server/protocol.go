@@ -1,11 +1,32 @@
 package server
 
-// serve's use of the shared checks (internal/mcphttp): the HTTP wrapper,
-// and the _meta check around the stdio transport.
+// The gaps this file fills in go-sdk v1.8.0, for a server that speaks only
+// MCP 2026-07-28 (everything else is the SDK's):
+//
+//  1. A request with no _meta protocolVersion and no MCP-Protocol-Version
+//     header is served by the SDK as a legacy (2025) request, with
+//     capabilities made up for it. Here every request (not notification)
+//     must carry _meta["io.modelcontextprotocol/protocolVersion"] and
+//     _meta["io.modelcontextprotocol/clientCapabilities"] (an object);
+//     without them: JSON-RPC -32602, HTTP 400 (spec basic/index.mdx).
+//     `initialize` is left to the SDK, which answers it with a version
+//     the legacy client will refuse.
+//  2. A MCP-Protocol-Version header naming an older revision gets a
+//     plain-text 400 from the SDK; here it is the spec's JSON-RPC -32022
+//     (UnsupportedProtocolVersion) with data.supported and data.requested.
+//  3. The SDK compares Mcp-Name and Mcp-Method with the body as sent; a
+//     value in the =?base64?…?= form (how a non-ASCII tool name or
+//     resource URI travels) is decoded here first, and a malformed one is
+//     HTTP 400 with -32020 (HeaderMismatch).
+//
+// The same _meta check wraps the stdio transport.
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
 	"net/http"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -14,15 +35,81 @@ import (
 	"github.com/mrtr-wasm/mrtr-wasm/internal/mcphttp"
 )
 
-// Spec error codes.
+// Spec error codes, and the checks serve shares with proxy
+// (internal/mcphttp).
 const (
 	CodeHeaderMismatch             = mcphttp.CodeHeaderMismatch
 	CodeUnsupportedProtocolVersion = mcphttp.CodeUnsupportedProtocolVersion
 )
 
-// CheckRequests wraps the SDK's HTTP handler with the shared checks
-// (mcphttp.CheckRequests).
-func CheckRequests(next http.Handler) http.Handler { return mcphttp.CheckRequests(next) }
+var (
+	checkMeta     = mcphttp.CheckMeta
+	decodeHeader  = mcphttp.DecodeHeader
+	writeRPCError = mcphttp.WriteRPCError
+)
+
+// CheckRequests wraps the SDK's HTTP handler with the checks above and
+// the 1 MiB body limit (HTTP 413 beyond it). The body is read first, so
+// that every JSON-RPC error written here carries the request's id, and in
+// the same pass the raw params are filed for HostRequest (raw.go).
+func CheckRequests(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			next.ServeHTTP(w, r)
+			return
+		}
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
+		if err != nil {
+			var mbe *http.MaxBytesError
+			if errors.As(err, &mbe) {
+				http.Error(w, "request body exceeds 1 MiB", http.StatusRequestEntityTooLarge)
+				return
+			}
+			http.Error(w, "failed to read the body", http.StatusBadRequest)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		msg, isObject, err := scanMessage(body)
+		if err != nil {
+			writeRPCError(w, http.StatusBadRequest, msg.id, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: err.Error()})
+			return
+		}
+		if v := r.Header.Get("MCP-Protocol-Version"); v != "" && v != ProtocolVersion {
+			data, _ := json.Marshal(map[string]any{"supported": []string{ProtocolVersion}, "requested": v})
+			writeRPCError(w, http.StatusBadRequest, msg.id, &jsonrpc.Error{Code: CodeUnsupportedProtocolVersion,
+				Message: "unsupported protocol version: this server speaks " + ProtocolVersion, Data: data})
+			return
+		}
+		for _, h := range []string{"Mcp-Name", "Mcp-Method"} {
+			if v := r.Header.Get(h); v != "" {
+				d, ok := decodeHeader(v)
+				if !ok {
+					writeRPCError(w, http.StatusBadRequest, msg.id, &jsonrpc.Error{Code: CodeHeaderMismatch, Message: "malformed base64 value in the " + h + " header"})
+					return
+				}
+				r.Header.Set(h, d)
+			}
+		}
+		if isObject {
+			rc, err := scanParams(msg.params)
+			isCall := len(msg.id) > 0 && string(msg.id) != "null"
+			switch {
+			case errors.Is(err, errAmbiguous):
+				writeRPCError(w, http.StatusBadRequest, msg.id, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()})
+				return
+			case err != nil: // params not an object: the SDK's to refuse
+			default:
+				if e := checkMeta(msg.method, isCall, rc.meta); e != nil {
+					writeRPCError(w, http.StatusBadRequest, msg.id, e)
+					return
+				}
+				defer fileHTTP(r.Header, rc)()
+			}
+		}
+		// Anything else (batches, bad JSON) is the SDK's to refuse.
+		next.ServeHTTP(w, r)
+	})
+}
 
 // CheckStdio wraps a transport (stdio) with the _meta check: a request
 // without it is answered -32602 and never reaches the server.
@@ -50,13 +137,23 @@ func (c *checkedConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		if !ok {
 			return msg, nil
 		}
-		var p struct {
-			Meta map[string]json.RawMessage `json:"_meta"`
+		rc, err := scanParams(req.Params)
+		var e *jsonrpc.Error
+		switch {
+		case errors.Is(err, errAmbiguous):
+			e = &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
+		case err != nil:
+			rc = &rawCall{} // not an object: the SDK refuses it
+			fallthrough
+		default:
+			e = checkMeta(req.Method, req.IsCall(), rc.meta)
 		}
-		_ = json.Unmarshal(req.Params, &p)
-		e := mcphttp.CheckMeta(req.Method, req.IsCall(), p.Meta)
 		if e == nil {
+			fileStdio(req, rc)
 			return msg, nil
+		}
+		if !req.IsCall() {
+			continue // a notification gets no answer
 		}
 		if err := c.Connection.Write(ctx, &jsonrpc.Response{ID: req.ID, Error: e}); err != nil {
 			return nil, err

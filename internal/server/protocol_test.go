@@ -20,7 +20,35 @@ import (
 
 // newTestServer runs the real server (guard.wasm, the shipped policy, a
 // SQLite CRM) behind httptest.
-func newTestServer(t *testing.T, tokens *server.Tokens) (*httptest.Server, *crm.Store) {
+func newTestServer(t testing.TB, tokens *server.Tokens, edits ...func(*server.Config)) (*httptest.Server, *crm.Store) {
+	t.Helper()
+	cfg := server.Config{Tokens: tokens}
+	for _, edit := range edits {
+		edit(&cfg)
+	}
+	return newTestServerWith(t, cfg)
+}
+
+// newTestServerWith fills cfg's guard, CRM and public URL.
+func newTestServerWith(t testing.TB, cfg server.Config) (*httptest.Server, *crm.Store) {
+	t.Helper()
+	store := newStore(t)
+	ts := httptest.NewUnstartedServer(nil)
+	ts.Start()
+	if cfg.Guard == nil {
+		cfg.Guard = newGuard(t)
+	}
+	cfg.CRM, cfg.PublicURL = store, ts.URL
+	s, err := server.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts.Config.Handler = s.Handler()
+	t.Cleanup(ts.Close)
+	return ts, store
+}
+
+func newGuard(t testing.TB) *host.Guard {
 	t.Helper()
 	ctx := context.Background()
 	pol, err := policy.Default(ctx)
@@ -33,20 +61,17 @@ func newTestServer(t *testing.T, tokens *server.Tokens) (*httptest.Server, *crm.
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { g.Close(ctx) })
-	store, err := crm.Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "crm.db"))
+	return g
+}
+
+func newStore(t testing.TB) *crm.Store {
+	t.Helper()
+	store, err := crm.Open(context.Background(), "sqlite:"+filepath.Join(t.TempDir(), "crm.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	ts := httptest.NewUnstartedServer(nil)
-	ts.Start()
-	s, err := server.New(server.Config{Guard: g, CRM: store, Tokens: tokens, PublicURL: ts.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts.Config.Handler = s.Handler()
-	t.Cleanup(ts.Close)
-	return ts, store
+	return store
 }
 
 const caps = `{"elicitation":{"form":{},"url":{}}}`
@@ -65,6 +90,7 @@ func meta(version, capabilities string) string {
 
 type rpcResp struct {
 	status int
+	ID     json.RawMessage            `json:"id"`
 	Result map[string]json.RawMessage `json:"result"`
 	Error  *struct {
 		Code    int    `json:"code"`
@@ -145,6 +171,12 @@ func TestProtocol(t *testing.T) {
 			}
 			if c.code != 0 && (r.Error == nil || r.Error.Code != c.code) {
 				t.Fatalf("want JSON-RPC %d: %s", c.code, r.raw)
+			}
+			// Every error carries the request's id.
+			var req struct{ ID json.RawMessage }
+			_ = json.Unmarshal([]byte(c.body), &req)
+			if c.code != 0 && string(r.ID) != string(req.ID) {
+				t.Fatalf("error id %s, want %s: %s", r.ID, req.ID, r.raw)
 			}
 		})
 	}

@@ -60,12 +60,18 @@ type Config struct {
 	Version    string
 	// Telemetry traces each request and guard step (nil: off).
 	Telemetry *telemetry.Telemetry
+	// SessionIdle closes a legacy (2025-era) session after this long
+	// without a request (default 10 min); MaxSessions caps live legacy
+	// sessions (default 1000; beyond it initialize gets HTTP 503).
+	SessionIdle time.Duration
+	MaxSessions int
 }
 
 // Server is the MCP server plus its HTTP surface.
 type Server struct {
 	cfg     Config
 	mcp     *mcp.Server
+	legacy  *mcp.Server // the same tools for legacy sessions
 	metrics *Metrics
 	log     *slog.Logger
 	guard   Guard
@@ -88,26 +94,51 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Version == "" {
 		cfg.Version = "dev"
 	}
+	if cfg.SessionIdle == 0 {
+		cfg.SessionIdle = DefaultSessionIdle
+	}
+	if cfg.MaxSessions == 0 {
+		cfg.MaxSessions = DefaultMaxSessions
+	}
 	m := NewMetrics(cfg.Registry)
 	s := &Server{cfg: cfg, metrics: m, log: cfg.Logger}
 	s.guard = Instrument(TraceGuard(cfg.Guard, cfg.Telemetry), m)
-	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "mrtr-wasm", Title: "mrtr-wasm demo CRM", Version: cfg.Version}, &mcp.ServerOptions{
-		Instructions:              "A demo CRM. book_demo_call books a demo call (it asks for a name, a work email and a slot); list_bookings lists your bookings; connect_calendar connects an outside calendar through a page of this server.",
+	impl := &mcp.Implementation{Name: "mrtr-wasm", Title: "mrtr-wasm demo CRM", Version: cfg.Version}
+	const instructions = "A demo CRM. book_demo_call books a demo call (it asks for a name, a work email and a slot); list_bookings lists your bookings; connect_calendar connects an outside calendar through a page of this server."
+	s.mcp = mcp.NewServer(impl, &mcp.ServerOptions{
+		Instructions:              instructions,
 		SupportedProtocolVersions: []string{ProtocolVersion},
+		Logger:                    sdkLogger(cfg.Logger),
+	})
+	s.legacy = mcp.NewServer(impl, &mcp.ServerOptions{
+		Instructions:              instructions,
+		SupportedProtocolVersions: LegacyProtocolVersions,
 		Logger:                    sdkLogger(cfg.Logger),
 	})
 	if cfg.Telemetry.Enabled() {
 		s.mcp.AddReceivingMiddleware(ServerSpans(cfg.Telemetry))
+		s.legacy.AddReceivingMiddleware(ServerSpans(cfg.Telemetry))
 	}
 	s.addDemoTools()
 	if cfg.Fixtures != nil {
 		cfg.Fixtures(s.mcp, m, cfg.Logger)
+		cfg.Fixtures(s.legacy, m, cfg.Logger)
 	}
 	return s, nil
 }
 
 // MCP returns the SDK server (for stdio).
 func (s *Server) MCP() *mcp.Server { return s.mcp }
+
+// Legacy returns the SDK server for legacy (2025-era) sessions.
+func (s *Server) Legacy() *mcp.Server { return s.legacy }
+
+// addTool registers a tool on both eras' servers; on legacy sessions its
+// input rounds are fulfilled on the session.
+func (s *Server) addTool(t *mcp.Tool, h mcp.ToolHandler) {
+	s.mcp.AddTool(t, h)
+	s.legacy.AddTool(t, s.legacyTool(h))
+}
 
 // Metrics returns the server's metrics.
 func (s *Server) Metrics() *Metrics { return s.metrics }
@@ -120,7 +151,13 @@ func (s *Server) Handler() http.Handler {
 		MaxRequestBodyBytes: MaxBody,
 		Logger:              sdkLogger(s.log),
 	})
-	var mcpHandler http.Handler = CheckRequests(sdk)
+	sessions := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.legacy }, &mcp.StreamableHTTPOptions{
+		SessionTimeout:      s.cfg.SessionIdle,
+		MaxRequestBodyBytes: MaxBody,
+		Logger:              sdkLogger(s.log),
+	})
+	var mcpHandler http.Handler = eraRouter(CheckRequests(sdk), &legacyHTTP{sdk: sessions, srv: s.legacy, max: s.cfg.MaxSessions,
+		busy: s.metrics.LegacySessionsRefused.Inc})
 	if s.cfg.Tokens != nil {
 		mcpHandler = auth.RequireBearerToken(s.cfg.Tokens.Verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(mcpHandler)
 	}
@@ -155,53 +192,34 @@ func PrincipalOf(extra *mcp.RequestExtra) string {
 	return Anonymous
 }
 
-// HostRequest builds the guard's view of a tools/call request.
+// HostRequest builds the guard's view of a tools/call request, with the
+// arguments, inputResponses and clientCapabilities as the client sent them.
 func HostRequest(req *mcp.CallToolRequest) (*host.Request, error) {
-	p := req.Params
-	r := &host.Request{
-		Principal:    PrincipalOf(req.Extra),
-		Method:       "tools/call",
-		Target:       p.Name,
-		Arguments:    p.Arguments,
-		RequestState: p.RequestState,
-	}
-	return r, fillRetry(r, p.Meta, p.InputResponses)
+	return hostRequest(req.Extra, "tools/call", req.Params.Name, req.Params.RequestState)
 }
 
 // HostPromptRequest builds the guard's view of a prompts/get request.
 func HostPromptRequest(req *mcp.GetPromptRequest) (*host.Request, error) {
-	p := req.Params
-	args, err := json.Marshal(p.Arguments)
+	return hostRequest(req.Extra, "prompts/get", req.Params.Name, req.Params.RequestState)
+}
+
+func hostRequest(extra *mcp.RequestExtra, method, target, state string) (*host.Request, error) {
+	rc, err := rawOf(extra)
 	if err != nil {
 		return nil, err
 	}
-	if p.Arguments == nil {
-		args = nil
-	}
 	r := &host.Request{
-		Principal:    PrincipalOf(req.Extra),
-		Method:       "prompts/get",
-		Target:       p.Name,
-		Arguments:    args,
-		RequestState: p.RequestState,
+		Principal:    PrincipalOf(extra),
+		Method:       method,
+		Target:       target,
+		Arguments:    rc.arguments,
+		Capabilities: rc.capabilities,
+		RequestState: state,
 	}
-	return r, fillRetry(r, p.Meta, p.InputResponses)
-}
-
-func fillRetry(r *host.Request, meta mcp.Meta, responses mcp.InputResponseMap) error {
-	caps, err := json.Marshal(meta[mcp.MetaKeyClientCapabilities])
-	if err != nil {
-		return err
+	if string(rc.inputResponses) != "null" {
+		r.InputResponses = rc.inputResponses
 	}
-	r.Capabilities = caps
-	if responses != nil {
-		b, err := json.Marshal(responses)
-		if err != nil {
-			return err
-		}
-		r.InputResponses = b
-	}
-	return nil
+	return r, nil
 }
 
 // ToInputRequests turns the guard's wire result into the SDK's typed map.

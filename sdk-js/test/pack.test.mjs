@@ -16,7 +16,7 @@ test('npm pack, install the tarball in a temporary folder, resume there', () => 
   try {
     const [info] = JSON.parse(npm(['pack', '--json', '--pack-destination', dir], sdkDir));
     const files = info.files.map((f) => f.path).sort();
-    assert.deepEqual(files.filter((f) => !f.startsWith('src/')), ['README.md', 'guard.wasm', 'index.d.ts', 'index.js', 'package.json']);
+    assert.deepEqual(files.filter((f) => !f.startsWith('src/')), ['LICENSE', 'NOTICE', 'README.md', 'guard.wasm', 'index.d.ts', 'index.js', 'package.json']);
     assert.ok(files.includes('src/guard.js') && files.includes('src/platform.js') && files.includes('src/wasi.js'));
     assert.ok(!files.some((f) => f.startsWith('bench/')), 'the node:wasi comparison layer is not shipped');
     const app = join(dir, 'app');
@@ -26,6 +26,13 @@ test('npm pack, install the tarball in a temporary folder, resume there', () => 
     const installed = readFileSync(join(app, 'node_modules', 'mrtr-wasm', 'guard.wasm'));
     const sha = (b) => createHash('sha256').update(b).digest('hex');
     assert.equal(sha(installed), sha(readFileSync(join(repoDir, 'wasm', 'guard.wasm'))), 'the tarball ships the Go host module');
+    for (const f of ['LICENSE', 'NOTICE']) {
+      assert.equal(readFileSync(join(app, 'node_modules', 'mrtr-wasm', f), 'utf8'), readFileSync(join(repoDir, f), 'utf8'), `the tarball's ${f} is the repository's`);
+    }
+    const meta = JSON.parse(readFileSync(join(app, 'node_modules', 'mrtr-wasm', 'package.json'), 'utf8'));
+    assert.equal(meta.license, 'Apache-2.0');
+    assert.match(meta.repository.url, /github\.com\/mrtr-wasm\/mrtr-wasm/);
+    assert.ok(meta.homepage && meta.bugs.url, 'homepage and bugs are set');
     writeFileSync(
       join(app, 'main.mjs'),
       `import { createGuard, form, generateKey } from 'mrtr-wasm';

@@ -11,6 +11,8 @@ import (
 
 	"github.com/mrtr-wasm/mrtr-wasm/host"
 	"github.com/mrtr-wasm/mrtr-wasm/ledger"
+	_ "github.com/mrtr-wasm/mrtr-wasm/ledger/redis"
+	_ "github.com/mrtr-wasm/mrtr-wasm/ledger/sqlite"
 	"github.com/mrtr-wasm/mrtr-wasm/policy"
 )
 

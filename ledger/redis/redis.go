@@ -1,4 +1,4 @@
-package ledger
+package redis
 
 import (
 	"context"
@@ -8,7 +8,10 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/mrtr-wasm/mrtr-wasm/ledger"
+	"github.com/mrtr-wasm/mrtr-wasm/ledger/internal/opcheck"
 )
 
 // redisLedger keeps one string key per operation:
@@ -20,19 +23,19 @@ import (
 // dies. Finish and Release are Lua scripts that check the token, so a
 // stale owner never overwrites another claim or result.
 type redisLedger struct {
-	c      redis.UniversalClient
+	c      goredis.UniversalClient
 	prefix string
 	owned  bool
 }
 
 const (
-	hdrLen   = 1 + tokenLen + 2*len(Fingerprint{})
+	hdrLen   = 1 + opcheck.TokenLen + 2*len(ledger.Fingerprint{})
 	statePen = 'p'
 	stateDon = 'd'
 )
 
 // finishScript: KEYS[1] op key; ARGV: token, fingerprint hex, result, ttl ms.
-var finishScript = redis.NewScript(`
+var finishScript = goredis.NewScript(`
 local v = redis.call('GET', KEYS[1])
 if v and string.sub(v, 2, 33) ~= ARGV[1] then
 	return 0
@@ -41,7 +44,7 @@ redis.call('SET', KEYS[1], 'd' .. ARGV[1] .. ARGV[2] .. ARGV[3], 'PX', ARGV[4])
 return 1`)
 
 // releaseScript: KEYS[1] op key; ARGV: token.
-var releaseScript = redis.NewScript(`
+var releaseScript = goredis.NewScript(`
 local v = redis.call('GET', KEYS[1])
 if v and string.sub(v, 1, 1) == 'p' and string.sub(v, 2, 33) == ARGV[1] then
 	redis.call('DEL', KEYS[1])
@@ -49,17 +52,19 @@ if v and string.sub(v, 1, 1) == 'p' and string.sub(v, 2, 33) == ARGV[1] then
 end
 return 0`)
 
-// NewRedis keeps the ledger in the Redis that c talks to. c stays the
-// caller's: Close does not close it.
-func NewRedis(c redis.UniversalClient, opts ...Option) Ledger {
-	o := options{prefix: defaultPrefix}
-	for _, f := range opts {
-		f(&o)
-	}
-	return &redisLedger{c: c, prefix: o.prefix}
+func init() {
+	ledger.Register(func(_ context.Context, setting string, o ledger.Options) (ledger.Ledger, error) {
+		return openURL(setting, o)
+	}, "redis", "rediss")
 }
 
-func openRedisURL(setting string, o options) (Ledger, error) {
+// New keeps the ledger in the Redis that c talks to. c stays the
+// caller's: Close does not close it.
+func New(c goredis.UniversalClient, opts ...ledger.Option) ledger.Ledger {
+	return &redisLedger{c: c, prefix: ledger.ApplyOptions(opts...).Prefix}
+}
+
+func openURL(setting string, o ledger.Options) (ledger.Ledger, error) {
 	u, err := url.Parse(setting)
 	if err != nil {
 		// url errors repeat the URL, and with it any password.
@@ -67,11 +72,11 @@ func openRedisURL(setting string, o options) (Ledger, error) {
 	}
 	q := u.Query()
 	if p, ok := q["prefix"]; ok {
-		o.prefix = p[0]
+		o.Prefix = p[0]
 		q.Del("prefix")
 		u.RawQuery = q.Encode()
 	}
-	ro, err := redis.ParseURL(u.String())
+	ro, err := goredis.ParseURL(u.String())
 	if err != nil {
 		return nil, errors.New("ledger: the redis URL is not valid for go-redis (not shown: it may hold a password)")
 	}
@@ -102,97 +107,97 @@ func openRedisURL(setting string, o options) (Ledger, error) {
 		ro.Protocol = 2
 	}
 	ro.DisableIdentity = true
-	return &redisLedger{c: redis.NewClient(ro), prefix: o.prefix, owned: true}, nil
+	return &redisLedger{c: goredis.NewClient(ro), prefix: o.Prefix, owned: true}, nil
 }
 
 func (r *redisLedger) key(op string) string { return r.prefix + op }
 
-func (r *redisLedger) Claim(ctx context.Context, op string, fp Fingerprint, lease time.Duration) (Claim, error) {
-	if err := checkOp(op); err != nil {
-		return Claim{}, err
+func (r *redisLedger) Claim(ctx context.Context, op string, fp ledger.Fingerprint, lease time.Duration) (ledger.Claim, error) {
+	if err := opcheck.Op(op); err != nil {
+		return ledger.Claim{}, err
 	}
 	if err := ctx.Err(); err != nil {
-		return Claim{}, err
+		return ledger.Claim{}, err
 	}
-	token := newToken()
+	token := opcheck.NewToken()
 	fph := hexFP(fp)
 	k := r.key(op)
 	for attempt := 0; ; attempt++ {
-		err := r.c.Do(ctx, "SET", k, string(statePen)+token+fph, "NX", "PX", ms(lease)).Err()
+		err := r.c.Do(ctx, "SET", k, string(statePen)+token+fph, "NX", "PX", opcheck.Ms(lease)).Err()
 		if err == nil {
-			return Claim{Status: Acquired, Token: token}, nil
+			return ledger.Claim{Status: ledger.Acquired, Token: token}, nil
 		}
-		if !errors.Is(err, redis.Nil) {
-			return Claim{}, err
+		if !errors.Is(err, goredis.Nil) {
+			return ledger.Claim{}, err
 		}
 		v, err := r.c.Get(ctx, k).Bytes()
-		if errors.Is(err, redis.Nil) {
+		if errors.Is(err, goredis.Nil) {
 			// Released or expired in between: try again.
 			if attempt < 3 {
 				continue
 			}
-			return Claim{Status: InProgress}, nil
+			return ledger.Claim{Status: ledger.InProgress}, nil
 		}
 		if err != nil {
-			return Claim{}, err
+			return ledger.Claim{}, err
 		}
 		if len(v) < hdrLen {
-			return Claim{}, errors.New("ledger: redis: malformed entry")
+			return ledger.Claim{}, errors.New("ledger: redis: malformed entry")
 		}
 		switch {
-		case string(v[1+tokenLen:hdrLen]) != fph:
-			return Claim{Status: Conflict}, nil
+		case string(v[1+opcheck.TokenLen:hdrLen]) != fph:
+			return ledger.Claim{Status: ledger.Conflict}, nil
 		case v[0] == stateDon:
-			return Claim{Status: Finished, Result: clone(v[hdrLen:])}, nil
-		case string(v[1:1+tokenLen]) == token:
+			return ledger.Claim{Status: ledger.Finished, Result: opcheck.Clone(v[hdrLen:])}, nil
+		case string(v[1:1+opcheck.TokenLen]) == token:
 			// Our own SET, retried by the client after a lost reply.
-			return Claim{Status: Acquired, Token: token}, nil
+			return ledger.Claim{Status: ledger.Acquired, Token: token}, nil
 		}
-		return Claim{Status: InProgress}, nil
+		return ledger.Claim{Status: ledger.InProgress}, nil
 	}
 }
 
-func (r *redisLedger) Finish(ctx context.Context, op, token string, fp Fingerprint, result []byte, ttl time.Duration) error {
-	if err := checkFinish(ctx, op, token); err != nil {
+func (r *redisLedger) Finish(ctx context.Context, op, token string, fp ledger.Fingerprint, result []byte, ttl time.Duration) error {
+	if err := opcheck.Finish(ctx, op, token); err != nil {
 		return err
 	}
-	n, err := finishScript.Run(ctx, r.c, []string{r.key(op)}, token, hexFP(fp), result, strconv.FormatInt(ms(ttl), 10)).Int()
+	n, err := finishScript.Run(ctx, r.c, []string{r.key(op)}, token, hexFP(fp), result, strconv.FormatInt(opcheck.Ms(ttl), 10)).Int()
 	if err != nil {
 		return err
 	}
 	if n != 1 {
-		return ErrLost
+		return ledger.ErrLost
 	}
 	return nil
 }
 
 func (r *redisLedger) Release(ctx context.Context, op, token string) error {
-	if err := checkOp(op); err != nil {
+	if err := opcheck.Op(op); err != nil {
 		return err
 	}
 	return releaseScript.Run(ctx, r.c, []string{r.key(op)}, token).Err()
 }
 
-func (r *redisLedger) Get(ctx context.Context, op string) (Entry, error) {
-	if err := checkOp(op); err != nil {
-		return Entry{}, err
+func (r *redisLedger) Get(ctx context.Context, op string) (ledger.Entry, error) {
+	if err := opcheck.Op(op); err != nil {
+		return ledger.Entry{}, err
 	}
 	v, err := r.c.Get(ctx, r.key(op)).Bytes()
-	if errors.Is(err, redis.Nil) {
-		return Entry{}, nil
+	if errors.Is(err, goredis.Nil) {
+		return ledger.Entry{}, nil
 	}
 	if err != nil {
-		return Entry{}, err
+		return ledger.Entry{}, err
 	}
 	if len(v) < hdrLen {
-		return Entry{}, errors.New("ledger: redis: malformed entry")
+		return ledger.Entry{}, errors.New("ledger: redis: malformed entry")
 	}
-	e := Entry{State: Pending}
-	if _, err := hexDecode(e.Fingerprint[:], v[1+tokenLen:hdrLen]); err != nil {
-		return Entry{}, errors.New("ledger: redis: malformed entry")
+	e := ledger.Entry{State: ledger.Pending}
+	if _, err := hexDecode(e.Fingerprint[:], v[1+opcheck.TokenLen:hdrLen]); err != nil {
+		return ledger.Entry{}, errors.New("ledger: redis: malformed entry")
 	}
 	if v[0] == stateDon {
-		e.State, e.Result = Done, clone(v[hdrLen:])
+		e.State, e.Result = ledger.Done, opcheck.Clone(v[hdrLen:])
 	}
 	return e, nil
 }
@@ -206,6 +211,6 @@ func (r *redisLedger) Close() error {
 	return nil
 }
 
-func hexFP(fp Fingerprint) string { return hex.EncodeToString(fp[:]) }
+func hexFP(fp ledger.Fingerprint) string { return hex.EncodeToString(fp[:]) }
 
 func hexDecode(dst, src []byte) (int, error) { return hex.Decode(dst, src) }

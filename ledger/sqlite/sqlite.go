@@ -1,4 +1,4 @@
-package ledger
+package sqlite
 
 import (
 	"context"
@@ -8,10 +8,14 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"time"
 
 	_ "modernc.org/sqlite" // the pure-Go SQLite driver
+
+	"github.com/mrtr-wasm/mrtr-wasm/ledger"
+	"github.com/mrtr-wasm/mrtr-wasm/ledger/internal/opcheck"
 )
 
 // sqliteLedger keeps the ledger in one SQLite file. Each call is one
@@ -42,9 +46,20 @@ CREATE INDEX IF NOT EXISTS mrtr_ledger_expires ON mrtr_ledger(expires);`
 // sweepEvery bounds how often expired rows are deleted.
 const sweepEvery = time.Minute
 
-// OpenSQLite opens (and on first use creates, mode 0600) the ledger file
-// at path.
-func OpenSQLite(ctx context.Context, path string) (Ledger, error) {
+func init() {
+	ledger.Register(func(ctx context.Context, setting string, _ ledger.Options) (ledger.Ledger, error) {
+		_, rest, _ := strings.Cut(setting, ":")
+		path := strings.TrimPrefix(rest, "//")
+		if path == "" {
+			return nil, errors.New("ledger: sqlite: needs a file path, as in sqlite:/var/lib/mrtr/ledger.db")
+		}
+		return Open(ctx, path)
+	}, "sqlite", "file")
+}
+
+// Open opens (and on first use creates, mode 0600) the ledger file at
+// path.
+func Open(ctx context.Context, path string) (ledger.Ledger, error) {
 	if dir := filepath.Dir(path); dir != "" {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, fmt.Errorf("ledger: sqlite: %w", err)
@@ -85,17 +100,17 @@ func OpenSQLite(ctx context.Context, path string) (Ledger, error) {
 
 func nowMs() int64 { return time.Now().UnixMilli() }
 
-func (s *sqliteLedger) Claim(ctx context.Context, op string, fp Fingerprint, lease time.Duration) (Claim, error) {
-	if err := checkOp(op); err != nil {
-		return Claim{}, err
+func (s *sqliteLedger) Claim(ctx context.Context, op string, fp ledger.Fingerprint, lease time.Duration) (ledger.Claim, error) {
+	if err := opcheck.Op(op); err != nil {
+		return ledger.Claim{}, err
 	}
 	if err := ctx.Err(); err != nil {
-		return Claim{}, err
+		return ledger.Claim{}, err
 	}
 	if s.closed.Load() {
-		return Claim{}, ErrClosed
+		return ledger.Claim{}, ledger.ErrClosed
 	}
-	token := newToken()
+	token := opcheck.NewToken()
 	for attempt := 0; ; attempt++ {
 		// Read first: a replay or a duplicate needs no write lock.
 		c, found, err := s.lookup(ctx, op, fp)
@@ -109,44 +124,44 @@ func (s *sqliteLedger) Claim(ctx context.Context, op string, fp Fingerprint, lea
 			VALUES(?1, 0, ?2, ?3, NULL, ?4)
 			ON CONFLICT(op) DO UPDATE SET done = 0, token = excluded.token, fp = excluded.fp,
 				result = NULL, expires = excluded.expires
-			WHERE mrtr_ledger.expires <= ?5`, op, token, fp[:], now+ms(lease), now)
+			WHERE mrtr_ledger.expires <= ?5`, op, token, fp[:], now+opcheck.Ms(lease), now)
 		if err != nil {
-			return Claim{}, err
+			return ledger.Claim{}, err
 		}
 		if n, err := res.RowsAffected(); err != nil {
-			return Claim{}, err
+			return ledger.Claim{}, err
 		} else if n == 1 {
-			return Claim{Status: Acquired, Token: token}, nil
+			return ledger.Claim{Status: ledger.Acquired, Token: token}, nil
 		}
 		// Someone else's live row appeared in between: read it.
 		if attempt >= 3 {
-			return Claim{Status: InProgress}, nil
+			return ledger.Claim{Status: ledger.InProgress}, nil
 		}
 	}
 }
 
 // lookup classifies op's live row, if there is one.
-func (s *sqliteLedger) lookup(ctx context.Context, op string, fp Fingerprint) (Claim, bool, error) {
+func (s *sqliteLedger) lookup(ctx context.Context, op string, fp ledger.Fingerprint) (ledger.Claim, bool, error) {
 	e, err := s.entry(ctx, op)
 	switch {
 	case err != nil:
-		return Claim{}, false, err
-	case e.State == Absent:
-		return Claim{}, false, nil
+		return ledger.Claim{}, false, err
+	case e.State == ledger.Absent:
+		return ledger.Claim{}, false, nil
 	case e.Fingerprint != fp:
-		return Claim{Status: Conflict}, true, nil
-	case e.State == Done:
-		return Claim{Status: Finished, Result: e.Result}, true, nil
+		return ledger.Claim{Status: ledger.Conflict}, true, nil
+	case e.State == ledger.Done:
+		return ledger.Claim{Status: ledger.Finished, Result: e.Result}, true, nil
 	}
-	return Claim{Status: InProgress}, true, nil
+	return ledger.Claim{Status: ledger.InProgress}, true, nil
 }
 
-func (s *sqliteLedger) Finish(ctx context.Context, op, token string, fp Fingerprint, result []byte, ttl time.Duration) error {
-	if err := checkFinish(ctx, op, token); err != nil {
+func (s *sqliteLedger) Finish(ctx context.Context, op, token string, fp ledger.Fingerprint, result []byte, ttl time.Duration) error {
+	if err := opcheck.Finish(ctx, op, token); err != nil {
 		return err
 	}
 	if s.closed.Load() {
-		return ErrClosed
+		return ledger.ErrClosed
 	}
 	now := nowMs()
 	res, err := s.db.ExecContext(ctx, `INSERT INTO mrtr_ledger(op, done, token, fp, result, expires)
@@ -154,7 +169,7 @@ func (s *sqliteLedger) Finish(ctx context.Context, op, token string, fp Fingerpr
 		ON CONFLICT(op) DO UPDATE SET done = 1, token = excluded.token, fp = excluded.fp,
 			result = excluded.result, expires = excluded.expires
 		WHERE mrtr_ledger.token = excluded.token OR mrtr_ledger.expires <= ?6`,
-		op, token, fp[:], clone(result), now+ms(ttl), now)
+		op, token, fp[:], opcheck.Clone(result), now+opcheck.Ms(ttl), now)
 	if err != nil {
 		return err
 	}
@@ -163,34 +178,34 @@ func (s *sqliteLedger) Finish(ctx context.Context, op, token string, fp Fingerpr
 		return err
 	}
 	if n != 1 {
-		return ErrLost
+		return ledger.ErrLost
 	}
 	return nil
 }
 
 func (s *sqliteLedger) Release(ctx context.Context, op, token string) error {
-	if err := checkOp(op); err != nil {
+	if err := opcheck.Op(op); err != nil {
 		return err
 	}
 	if s.closed.Load() {
-		return ErrClosed
+		return ledger.ErrClosed
 	}
 	_, err := s.db.ExecContext(ctx, `DELETE FROM mrtr_ledger WHERE op = ?1 AND token = ?2 AND done = 0`, op, token)
 	return err
 }
 
-func (s *sqliteLedger) Get(ctx context.Context, op string) (Entry, error) {
-	if err := checkOp(op); err != nil {
-		return Entry{}, err
+func (s *sqliteLedger) Get(ctx context.Context, op string) (ledger.Entry, error) {
+	if err := opcheck.Op(op); err != nil {
+		return ledger.Entry{}, err
 	}
 	if s.closed.Load() {
-		return Entry{}, ErrClosed
+		return ledger.Entry{}, ledger.ErrClosed
 	}
 	return s.entry(ctx, op)
 }
 
-// entry reads op's live row (Absent when there is none).
-func (s *sqliteLedger) entry(ctx context.Context, op string) (Entry, error) {
+// entry reads op's live row (ledger.Absent when there is none).
+func (s *sqliteLedger) entry(ctx context.Context, op string) (ledger.Entry, error) {
 	var (
 		done   bool
 		fp     []byte
@@ -199,15 +214,15 @@ func (s *sqliteLedger) entry(ctx context.Context, op string) (Entry, error) {
 	err := s.db.QueryRowContext(ctx, `SELECT done, fp, result FROM mrtr_ledger WHERE op = ?1 AND expires > ?2`, op, nowMs()).
 		Scan(&done, &fp, &result)
 	if errors.Is(err, sql.ErrNoRows) {
-		return Entry{}, nil
+		return ledger.Entry{}, nil
 	}
 	if err != nil {
-		return Entry{}, err
+		return ledger.Entry{}, err
 	}
-	e := Entry{State: Pending}
+	e := ledger.Entry{State: ledger.Pending}
 	copy(e.Fingerprint[:], fp)
 	if done {
-		e.State, e.Result = Done, clone(result)
+		e.State, e.Result = ledger.Done, opcheck.Clone(result)
 	}
 	return e, nil
 }
@@ -223,7 +238,7 @@ func (s *sqliteLedger) sweep(ctx context.Context, now int64) {
 
 func (s *sqliteLedger) Ping(ctx context.Context) error {
 	if s.closed.Load() {
-		return ErrClosed
+		return ledger.ErrClosed
 	}
 	return s.db.PingContext(ctx)
 }

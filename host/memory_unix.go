@@ -1,9 +1,10 @@
+//go:build unix
+
 package host
 
 import (
-	"syscall"
-
 	"github.com/tetratelabs/wazero/experimental"
+	"golang.org/x/sys/unix"
 )
 
 // mmapAllocator backs each instance's linear memory with one anonymous
@@ -14,8 +15,8 @@ import (
 // once instead of leaving a Go heap span of the limit's size behind (whose
 // reuse made starting the next instance cost a second of memclr).
 var memoryAllocator experimental.MemoryAllocator = experimental.MemoryAllocatorFunc(func(_, max uint64) experimental.LinearMemory {
-	b, err := syscall.Mmap(-1, 0, int(max), syscall.PROT_READ|syscall.PROT_WRITE,
-		syscall.MAP_PRIVATE|syscall.MAP_ANONYMOUS|syscall.MAP_NORESERVE)
+	b, err := unix.Mmap(-1, 0, int(max), unix.PROT_READ|unix.PROT_WRITE,
+		unix.MAP_PRIVATE|unix.MAP_ANON|mapNoReserve)
 	if err != nil {
 		return &sliceMemory{max: max}
 	}
@@ -34,7 +35,7 @@ func (m *mmapMemory) Reallocate(size uint64) []byte {
 
 func (m *mmapMemory) Free() {
 	if b := m.buf[:cap(m.buf)]; len(b) > 0 {
-		_ = syscall.Munmap(b)
+		_ = unix.Munmap(b)
 	}
 	m.buf = nil
 }

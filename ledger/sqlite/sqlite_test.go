@@ -1,4 +1,4 @@
-package ledger
+package sqlite
 
 import (
 	"bufio"
@@ -16,15 +16,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-	"github.com/redis/go-redis/v9/logging"
+	"github.com/mrtr-wasm/mrtr-wasm/ledger"
+	"github.com/mrtr-wasm/mrtr-wasm/ledger/ledgertest"
 )
 
 // TestMain lets the test binary act as a second process on a shared
 // SQLite file (see TestSQLiteTwoProcesses).
 func TestMain(m *testing.M) {
-	// The fault tests dial closed ports on purpose: keep go-redis quiet.
-	redis.SetLogger(&logging.VoidLogger{})
 	if path := os.Getenv("MRTR_LEDGER_HELPER_DB"); path != "" {
 		sqliteHelper(path)
 		return
@@ -43,8 +41,8 @@ const (
 // walk it backwards), so the two race for the same ops. A short pause after each op leaves the file's write lock free
 // now and then: SQLite has no queue between processes, and a process
 // that writes flat out starves the other's busy handler.
-func claimAll(l Ledger, tag string, out func(line string)) error {
-	fp := fpOf("shared answers")
+func claimAll(l ledger.Ledger, tag string, out func(line string)) error {
+	fp := ledgertest.FP("shared answers")
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	errs := make(chan error, procWorkers)
@@ -65,13 +63,13 @@ func claimAll(l Ledger, tag string, out func(line string)) error {
 				}
 				res := ""
 				switch c.Status {
-				case Acquired:
+				case ledger.Acquired:
 					res = fmt.Sprintf("%s-%d-%s", tag, w, op)
 					if err := l.Finish(context.Background(), op, c.Token, fp, []byte(res), time.Hour); err != nil {
 						errs <- err
 						return
 					}
-				case Finished:
+				case ledger.Finished:
 					res = string(c.Result)
 				}
 				mu.Lock()
@@ -89,7 +87,7 @@ func claimAll(l Ledger, tag string, out func(line string)) error {
 // sqliteHelper is the second process: it opens the file, says ready,
 // waits for the start time, claims, and exits without closing (as a crash would).
 func sqliteHelper(path string) {
-	l, err := OpenSQLite(context.Background(), path)
+	l, err := Open(context.Background(), path)
 	if err != nil {
 		fmt.Println("error", err)
 		os.Exit(2)
@@ -138,7 +136,7 @@ func TestSQLiteTwoProcesses(t *testing.T) {
 // replayed with its winner's result, and returns the wins per process.
 func twoProcessClaims(t *testing.T, path string) map[string]int {
 	t.Helper()
-	parent := openTestSQLite(t, path)
+	parent := openTest(t, path)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "MRTR_LEDGER_HELPER_DB="+path)
 	stdin, err := cmd.StdinPipe()
@@ -188,7 +186,7 @@ func twoProcessClaims(t *testing.T, path string) map[string]int {
 		if len(f) < 3 || f[0] == "error" {
 			t.Fatalf("bad line %q", l)
 		}
-		if f[2] == Acquired.String() {
+		if f[2] == ledger.Acquired.String() {
 			if w, dup := winner[f[1]]; dup {
 				t.Fatalf("%s acquired twice: by %s and by %s", f[1], w, f[3])
 			}
@@ -200,7 +198,7 @@ func twoProcessClaims(t *testing.T, path string) map[string]int {
 		t.Fatalf("%d operations acquired, want %d", len(winner), procOps)
 	}
 	for _, l := range lines {
-		if f := strings.Fields(l); f[2] == Finished.String() && f[3] != winner[f[1]] {
+		if f := strings.Fields(l); f[2] == ledger.Finished.String() && f[3] != winner[f[1]] {
 			t.Fatalf("%s replayed %q, the winner stored %q", f[1], f[3], winner[f[1]])
 		}
 	}
@@ -210,7 +208,7 @@ func twoProcessClaims(t *testing.T, path string) map[string]int {
 	// The child exited without closing: its finished results are on disk.
 	for op, res := range winner {
 		e, err := parent.Get(context.Background(), op)
-		if err != nil || e.State != Done || string(e.Result) != res {
+		if err != nil || e.State != ledger.Done || string(e.Result) != res {
 			t.Fatalf("%s after the helper exited: %+v %v, want done %q", op, e, err, res)
 		}
 	}
@@ -221,10 +219,10 @@ func twoProcessClaims(t *testing.T, path string) map[string]int {
 // processes would have, claiming concurrently.
 func TestSQLiteTwoHandles(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "two.db")
-	ls := []Ledger{openTestSQLite(t, path), openTestSQLite(t, path)}
-	fp := fpOf("x")
+	ls := []ledger.Ledger{openTest(t, path), openTest(t, path)}
+	fp := ledgertest.FP("x")
 	for round := 0; round < 20; round++ {
-		op := newOp(t)
+		op := ledgertest.NewOp(t)
 		var wg sync.WaitGroup
 		var mu sync.Mutex
 		acquired := 0
@@ -237,7 +235,7 @@ func TestSQLiteTwoHandles(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				if c.Status == Acquired {
+				if c.Status == ledger.Acquired {
 					mu.Lock()
 					acquired++
 					mu.Unlock()
@@ -256,7 +254,7 @@ func TestSQLiteTwoHandles(t *testing.T) {
 func TestSQLiteSurvivesRestart(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "sub", "dir", "ledger.db")
 	ctx := context.Background()
-	l, err := Open(ctx, "sqlite:"+path)
+	l, err := ledger.Open(ctx, "sqlite:"+path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,44 +269,69 @@ func TestSQLiteSurvivesRestart(t *testing.T) {
 	if fi.Mode().Perm() != 0o600 {
 		t.Fatalf("ledger file mode %v, want 0600", fi.Mode().Perm())
 	}
-	fp := fpOf("a")
-	c := mustClaim(t, l, "op-1", fp, time.Minute, Acquired)
+	fp := ledgertest.FP("a")
+	c := ledgertest.MustClaim(t, l, "op-1", fp, time.Minute, ledger.Acquired)
 	if err := l.Finish(ctx, "op-1", c.Token, fp, []byte(`{"ok":true}`), time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	c2 := mustClaim(t, l, "op-2", fp, time.Minute, Acquired)
+	c2 := ledgertest.MustClaim(t, l, "op-2", fp, time.Minute, ledger.Acquired)
 	_ = c2 // op-2 stays pending when the "process" goes away
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	l2, err := Open(ctx, "file:"+path)
+	l2, err := ledger.Open(ctx, "file:"+path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l2.Close()
-	if got := mustClaim(t, l2, "op-1", fp, time.Minute, Finished); string(got.Result) != `{"ok":true}` {
+	if got := ledgertest.MustClaim(t, l2, "op-1", fp, time.Minute, ledger.Finished); string(got.Result) != `{"ok":true}` {
 		t.Fatalf("after reopening: %q", got.Result)
 	}
-	mustClaim(t, l2, "op-2", fp, time.Minute, InProgress)
+	ledgertest.MustClaim(t, l2, "op-2", fp, time.Minute, ledger.InProgress)
 }
 
 // TestSQLiteSweep: expired rows are deleted, not just ignored.
 func TestSQLiteSweep(t *testing.T) {
-	l := openTestSQLite(t, filepath.Join(t.TempDir(), "sweep.db"))
+	l := openTest(t, filepath.Join(t.TempDir(), "sweep.db"))
 	s := l.(*sqliteLedger)
 	ctx := context.Background()
-	fp := fpOf("a")
+	fp := ledgertest.FP("a")
 	for i := 0; i < 10; i++ {
-		c := mustClaim(t, l, fmt.Sprintf("op-%d", i), fp, time.Minute, Acquired)
+		c := ledgertest.MustClaim(t, l, fmt.Sprintf("op-%d", i), fp, time.Minute, ledger.Acquired)
 		if err := l.Finish(ctx, fmt.Sprintf("op-%d", i), c.Token, fp, []byte("r"), 50*time.Millisecond); err != nil {
 			t.Fatal(err)
 		}
 	}
 	time.Sleep(100 * time.Millisecond)
 	s.lastSweep.Store(0)
-	mustClaim(t, l, "op-new", fp, time.Minute, Acquired)
+	ledgertest.MustClaim(t, l, "op-new", fp, time.Minute, ledger.Acquired)
 	var n int
 	if err := s.db.QueryRowContext(ctx, "SELECT count(*) FROM mrtr_ledger").Scan(&n); err != nil || n != 1 {
 		t.Fatalf("%d rows after the sweep (%v), want 1", n, err)
+	}
+}
+
+func openTest(t testing.TB, path string) ledger.Ledger {
+	t.Helper()
+	l, err := Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	return l
+}
+
+// The contract, on a real file. SQLite reads Go's clock, so the timed
+// checks run in a synctest bubble.
+func TestContract(t *testing.T) {
+	ledgertest.Contract(t, ledgertest.Bubble, func(t *testing.T) ledger.Ledger {
+		return openTest(t, filepath.Join(t.TempDir(), "ledger.db"))
+	})
+}
+
+// Open's settings: a path is required; a password-free error.
+func TestOpenSetting(t *testing.T) {
+	if _, err := ledger.Open(context.Background(), "sqlite:"); err == nil {
+		t.Fatal("sqlite: without a path opened")
 	}
 }

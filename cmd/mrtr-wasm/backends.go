@@ -1,0 +1,8 @@
+package main
+
+// The CLI takes any ledger setting, so it links every backend; a program
+// that imports only package host links neither SQLite nor go-redis.
+import (
+	_ "github.com/mrtr-wasm/mrtr-wasm/ledger/redis"  // redis://, rediss://
+	_ "github.com/mrtr-wasm/mrtr-wasm/ledger/sqlite" // sqlite:, file:
+)

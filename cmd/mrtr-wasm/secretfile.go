@@ -1,0 +1,64 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"runtime"
+	"strings"
+)
+
+// writeNewSecretFile creates path with mode 0600 and writes b, refusing
+// to replace an existing file (a key lost that way cannot be recovered).
+// The mode is set at creation, so the key is never readable by others,
+// whatever the umask.
+func writeNewSecretFile(path string, b []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("%s already exists; keygen never overwrites a key file (remove it first, or choose another name)", path)
+	}
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(path)
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
+}
+
+// checkPrivateFile refuses a file of secrets (--keys, --auth-tokens) that
+// group or others may access, the way ssh refuses such a private key:
+// whoever can read it can seal states or act as any principal. Windows
+// has no such mode bits to check.
+func checkPrivateFile(flagName, path string) error {
+	if path == "" || runtime.GOOS == "windows" {
+		return nil
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("%s: %w", flagName, err)
+	}
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+		return fmt.Errorf("%s: permissions %04o for %q are too open: it holds secrets, so it must not be accessible by group or others; fix with: chmod 600 %s", flagName, perm, path, shellQuote(path))
+	}
+	return nil
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '/' || r == '.' || r == '_' || r == '-' || r == '+' || r == ':' || r == '@' || r == ',') {
+			return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+		}
+	}
+	return s
+}

@@ -1,0 +1,311 @@
+package server
+
+// The guard checks the bytes the client sent. The SDK decodes params into
+// Go values (duplicate keys collapse, numbers pass through float64), so
+// the transports' wrappers (CheckRequests, CheckStdio) read the raw
+// arguments, inputResponses and clientCapabilities out of the request as
+// sent, in the same pass that reads _meta, and file them under the
+// request's identity; HostRequest takes them from there.
+//
+// The members the guard reads must not be ambiguous: a JSON-RPC message,
+// its params or its _meta with a key given twice, or two keys that differ
+// only in case, is refused (-32600 / -32602), since a parser that keeps the
+// first and one that keeps the last would see different requests.
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"reflect"
+	"runtime"
+	"sync"
+	"unsafe"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/mcphttp"
+)
+
+// rawCall is what one request carried, as sent.
+type rawCall struct {
+	arguments      json.RawMessage
+	inputResponses json.RawMessage
+	capabilities   json.RawMessage
+	meta           map[string]json.RawMessage
+}
+
+// rawMessage is a JSON-RPC message's members, as sent.
+type rawMessage struct {
+	id     json.RawMessage
+	method string
+	params json.RawMessage
+}
+
+var errAmbiguous = errors.New("ambiguous JSON")
+
+// ambiguousError names the duplicated member.
+type ambiguousError struct{ where, key string }
+
+func (e *ambiguousError) Error() string {
+	return "duplicate key (or keys differing only in case) in " + e.where + ": " + quoteKey(e.key)
+}
+func (e *ambiguousError) Unwrap() error { return errAmbiguous }
+
+func quoteKey(k string) string {
+	if len(k) > 64 {
+		k = k[:64] + "…"
+	}
+	b, _ := json.Marshal(k)
+	return string(b)
+}
+
+// scanMessage reads the top level of a JSON-RPC message. ok is false when
+// body is not one JSON object (a batch or bad JSON: the SDK refuses it).
+func scanMessage(body []byte) (m rawMessage, ok bool, err error) {
+	var sc objectScanner
+	err = sc.members(body, "the message", func(k string, v []byte) {
+		switch k {
+		case "id":
+			m.id = v
+		case "method":
+			_ = json.Unmarshal(v, &m.method)
+		case "params":
+			m.params = v
+		}
+	})
+	if errors.Is(err, errAmbiguous) {
+		return m, true, err
+	}
+	return m, err == nil, nil
+}
+
+// scanParams reads a request's params: the raw values the guard needs and
+// the _meta members the protocol checks read.
+func scanParams(params []byte) (*rawCall, error) {
+	rc := &rawCall{}
+	if len(params) == 0 {
+		return rc, nil
+	}
+	var sc objectScanner
+	var meta []byte
+	err := sc.members(params, "params", func(k string, v []byte) {
+		switch k {
+		case "arguments":
+			rc.arguments = v
+		case "inputResponses":
+			rc.inputResponses = v
+		case "_meta":
+			meta = v
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(meta) > 0 && meta[0] == '{' {
+		rc.meta = map[string]json.RawMessage{}
+		if err := sc.members(meta, "params._meta", func(k string, v []byte) { rc.meta[k] = v }); err != nil {
+			return nil, err
+		}
+		rc.capabilities = rc.meta[mcphttp.MetaClientCapabilities]
+	}
+	return rc, nil
+}
+
+// objectScanner walks the members of one JSON object without decoding
+// the values. It checks the syntax only as far as it needs to find the
+// values' ends; the SDK and the guard parse what they read.
+type objectScanner struct {
+	keys []string
+	fold map[string]struct{}
+}
+
+var errSyntax = errors.New("not a JSON object")
+
+func (sc *objectScanner) members(b []byte, where string, fn func(key string, val []byte)) error {
+	sc.keys, sc.fold = sc.keys[:0], nil
+	i := skipWS(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return errSyntax
+	}
+	i = skipWS(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		if skipWS(b, i+1) != len(b) {
+			return errSyntax
+		}
+		return nil
+	}
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return errSyntax
+		}
+		end, ok := skipString(b, i)
+		if !ok {
+			return errSyntax
+		}
+		key := string(b[i+1 : end-1])
+		if bytes.IndexByte(b[i:end], '\\') >= 0 {
+			if json.Unmarshal(b[i:end], &key) != nil {
+				return errSyntax
+			}
+		}
+		if sc.seen(key) {
+			return &ambiguousError{where, key}
+		}
+		i = skipWS(b, end)
+		if i >= len(b) || b[i] != ':' {
+			return errSyntax
+		}
+		i = skipWS(b, i+1)
+		vend, ok := skipValue(b, i)
+		if !ok {
+			return errSyntax
+		}
+		fn(key, b[i:vend:vend])
+		i = skipWS(b, vend)
+		if i >= len(b) {
+			return errSyntax
+		}
+		if b[i] == '}' {
+			if skipWS(b, i+1) != len(b) {
+				return errSyntax
+			}
+			return nil
+		}
+		if b[i] != ',' {
+			return errSyntax
+		}
+		i = skipWS(b, i+1)
+	}
+}
+
+// seen records key and reports whether it, or a key equal to it up to
+// case, came before.
+func (sc *objectScanner) seen(key string) bool {
+	const linear = 16
+	if sc.fold == nil && len(sc.keys) < linear {
+		for _, k := range sc.keys {
+			if k == key || foldEqual(k, key) {
+				return true
+			}
+		}
+		sc.keys = append(sc.keys, key)
+		return false
+	}
+	if sc.fold == nil {
+		sc.fold = make(map[string]struct{}, 2*linear)
+		for _, k := range sc.keys {
+			sc.fold[foldKey(k)] = struct{}{}
+		}
+	}
+	f := foldKey(key)
+	if _, dup := sc.fold[f]; dup {
+		return true
+	}
+	sc.fold[f] = struct{}{}
+	return false
+}
+
+func foldEqual(a, b string) bool { return len(a) == len(b) && bytes.EqualFold([]byte(a), []byte(b)) }
+
+func foldKey(k string) string { return string(bytes.ToLower([]byte(k))) }
+
+func skipWS(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipString returns the index after the string that starts at b[i].
+func skipString(b []byte, i int) (int, bool) {
+	for j := i + 1; j < len(b); j++ {
+		switch b[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1, true
+		}
+	}
+	return 0, false
+}
+
+// skipValue returns the index after the value that starts at b[i].
+func skipValue(b []byte, i int) (int, bool) {
+	if i >= len(b) {
+		return 0, false
+	}
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(b); j++ {
+			switch b[j] {
+			case '"':
+				end, ok := skipString(b, j)
+				if !ok {
+					return 0, false
+				}
+				j = end - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return j + 1, true
+				}
+			}
+		}
+		return 0, false
+	}
+	j := i
+	for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' && b[j] != ' ' && b[j] != '\t' && b[j] != '\n' && b[j] != '\r' {
+		j++
+	}
+	return j, j > i
+}
+
+// --- filing the raw params under the request's identity -------------------
+
+// captured maps the identity of a request's header map (HTTP: the
+// request's own; stdio: one made for it) to what it carried. The SDK
+// hands the same map to the handler in RequestExtra.Header.
+var captured sync.Map // unsafe.Pointer -> *rawCall
+
+func headerID(h http.Header) unsafe.Pointer { return reflect.ValueOf(h).UnsafePointer() }
+
+// fileHTTP files rc for the HTTP request with header h until done is
+// called (when the handler has answered).
+func fileHTTP(h http.Header, rc *rawCall) (done func()) {
+	id := headerID(h)
+	captured.Store(id, rc)
+	return func() { captured.Delete(id) }
+}
+
+// fileStdio gives req an Extra of its own and files rc under it until the
+// request is gone.
+func fileStdio(req *jsonrpc.Request, rc *rawCall) {
+	extra, _ := req.Extra.(*mcp.RequestExtra)
+	if extra == nil {
+		extra = &mcp.RequestExtra{}
+		req.Extra = extra
+	}
+	if extra.Header == nil {
+		extra.Header = http.Header{}
+	}
+	id := headerID(extra.Header)
+	captured.Store(id, rc)
+	runtime.AddCleanup(extra, func(id unsafe.Pointer) { captured.Delete(id) }, id)
+}
+
+// rawOf returns what the request carried, as sent.
+func rawOf(extra *mcp.RequestExtra) (*rawCall, error) {
+	if extra != nil && extra.Header != nil {
+		if rc, ok := captured.Load(headerID(extra.Header)); ok {
+			return rc.(*rawCall), nil
+		}
+	}
+	return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+		Message: "internal error: the request's bytes were not captured (serve MCP through CheckRequests or CheckStdio)"}
+}
