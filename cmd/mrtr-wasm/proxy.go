@@ -18,6 +18,8 @@ import (
 	"github.com/mrtr-wasm/mrtr-wasm/host"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/identity"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/proxy"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/server"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/telemetry"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/upstream"
 	"github.com/mrtr-wasm/mrtr-wasm/ledger"
 	"github.com/mrtr-wasm/mrtr-wasm/policy"
@@ -202,13 +204,18 @@ func runProxyServer(ctx context.Context, o *proxyOptions, stdin io.Reader, stdou
 		}
 	})
 	defer stopReload()
+	tel, err := telemetry.Setup(ctx, "mrtr-wasm-proxy", version())
+	if err != nil {
+		return fmt.Errorf("OpenTelemetry: %w", err)
+	}
+	defer shutdownTelemetry(tel, log)
 	engine := host.EngineWasm
 	if o.engine == "native" {
 		engine = host.EngineNative
 	}
 	gopts := []host.Option{
 		host.WithKeys(keys), host.WithAudience(o.audience), host.WithTTL(o.stateTTL),
-		host.WithLedger(led), host.WithEngine(engine), host.WithPolicy(pol),
+		host.WithLedger(led), host.WithEngine(engine), host.WithPolicy(server.TracePolicy(pol, tel)),
 		// An upstream's own requestState travels inside ours.
 		host.WithMaxStateBytes(64 << 10),
 	}
@@ -243,12 +250,12 @@ func runProxyServer(ctx context.Context, o *proxyOptions, stdin io.Reader, stdou
 		log.Warn("no --oauth-issuer or --auth-tokens: every caller is the principal \"anonymous\" and nobody can be told apart")
 	}
 	px, err := proxy.New(proxy.Config{Guard: guard, Upstream: up, Auth: authn, PassToken: o.passToken, ForwardPrincipal: o.forwardPrincipal,
-		Logger: log})
+		Logger: log, Telemetry: tel})
 	if err != nil {
 		return err
 	}
 	log.Info("mrtr-wasm proxy starting", "upstream", up.ID(), "keys", len(guard.KeyIDs()), "key_ids", strings.Join(guard.KeyIDs(), ","),
-		"engine", engine.String(), "ledger", ledgerKind(o.ledger), "policy", pol.Info().Revision, "auth", authKind(authn))
+		"engine", engine.String(), "ledger", ledgerKind(o.ledger), "policy", pol.Info().Revision, "auth", authKind(authn), "tracing", tel.Enabled())
 
 	var hs *http.Server
 	httpDone := make(chan error, 1)

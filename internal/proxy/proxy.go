@@ -20,6 +20,7 @@ import (
 	"github.com/mrtr-wasm/mrtr-wasm/internal/identity"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/mcphttp"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/server"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/telemetry"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/upstream"
 )
 
@@ -45,6 +46,8 @@ type Config struct {
 	// ToolsTTL is how long the upstream's tools/list stays cached when it
 	// does not say (default 1 min).
 	ToolsTTL time.Duration
+	// Telemetry traces each request, guard step and upstream call (nil: off).
+	Telemetry *telemetry.Telemetry
 }
 
 // Proxy serves MCP downstream and forwards upstream.
@@ -79,6 +82,7 @@ func New(cfg Config) (*Proxy, error) {
 		cfg.ToolsTTL = time.Minute
 	}
 	p := &Proxy{cfg: cfg, log: cfg.Logger, metrics: server.NewMetrics(cfg.Registry), upID: cfg.Upstream.ID()}
+	p.cfg.Upstream = upstream.Traced(cfg.Upstream, cfg.Telemetry)
 	p.up = &upMetrics{
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mrtr_upstream_calls_total", Help: "Calls to the upstream, by result: ok, or the upstream error code.",

@@ -46,6 +46,8 @@ type StdioConfig struct {
 	// StartTimeout bounds the start: spawning the child and its answer to
 	// server/discover (or to initialize). Default 30 s.
 	StartTimeout time.Duration
+	// CallTimeout bounds one call (0: only the caller's context does).
+	CallTimeout time.Duration
 	// MaxMessage bounds one message from the child. Default 4 MiB.
 	MaxMessage int
 	// RestartBackoff is the delay before the first restart after a crash;
@@ -525,6 +527,11 @@ func (s *Stdio) Call(ctx context.Context, msg []byte, h http.Header, onMessage f
 	if err != nil || m.method == "" || !m.hasID {
 		return nil, fmt.Errorf("upstream: Call needs a JSON-RPC request: %w", errOr(err, "no method or no id"))
 	}
+	if s.cfg.CallTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.cfg.CallTimeout)
+		defer cancel()
+	}
 	c, err := s.current(ctx)
 	if err != nil {
 		return nil, err
@@ -767,7 +774,7 @@ func rewriteRequest(m *rpcMessage, cl *call, tp string) ([]byte, error) {
 func (s *Stdio) readStdout(c *child, r *os.File) {
 	defer close(c.read)
 	defer r.Close()
-	br := bufio.NewReaderSize(r, 64<<10)
+	br := bufio.NewReaderSize(r, 16<<10)
 	garbage := rate.NewLimiter(1, 5)
 	for {
 		line, long, err := readLine(br, s.cfg.MaxMessage)
@@ -956,7 +963,7 @@ func readLine(br *bufio.Reader, max int) (line []byte, long bool, err error) {
 // readStderr logs the child's stderr, line by line, rate-limited.
 func (s *Stdio) readStderr(c *child, r *os.File) {
 	defer r.Close()
-	br := bufio.NewReaderSize(r, 16<<10)
+	br := bufio.NewReaderSize(r, 4<<10)
 	lim := rate.NewLimiter(rate.Limit(s.cfg.StderrRate), s.cfg.StderrBurst)
 	dropped := 0
 	for {

@@ -13,9 +13,10 @@ import (
 	"strconv"
 )
 
-// member is one member of a JSON object: its key and the span of its value.
+// member is one member of a JSON object: its key (a slice of the object
+// unless the key had escapes) and the span of its value.
 type member struct {
-	key        string
+	key        []byte
 	start, end int
 }
 
@@ -94,7 +95,7 @@ func objectMembers(b []byte) ([]member, error) {
 	if i >= len(b) || b[i] != '{' {
 		return nil, errNotObject
 	}
-	var ms []member
+	ms := make([]member, 0, 8)
 	i = skipSpace(b, i+1)
 	if i < len(b) && b[i] == '}' {
 		return ms, nil
@@ -107,11 +108,13 @@ func objectMembers(b []byte) ([]member, error) {
 		if ke < 0 {
 			return ms, errTruncated
 		}
-		key := string(b[i+1 : ke-1])
-		if bytes.IndexByte(b[i:ke], '\\') >= 0 {
-			if json.Unmarshal(b[i:ke], &key) != nil {
+		key := b[i+1 : ke-1]
+		if bytes.IndexByte(key, '\\') >= 0 {
+			var k string
+			if json.Unmarshal(b[i:ke], &k) != nil {
 				return ms, errTruncated
 			}
+			key = []byte(k)
 		}
 		i = skipSpace(b, ke)
 		if i >= len(b) || b[i] != ':' {
@@ -122,8 +125,10 @@ func objectMembers(b []byte) ([]member, error) {
 		if ve < 0 || ve == i {
 			return ms, errTruncated
 		}
-		if slices.ContainsFunc(ms, func(m member) bool { return m.key == key }) {
-			return ms, errDupKey
+		for _, m := range ms {
+			if bytes.Equal(m.key, key) {
+				return ms, errDupKey
+			}
 		}
 		ms = append(ms, member{key, i, ve})
 		i = skipSpace(b, ve)
@@ -143,7 +148,7 @@ func objectMembers(b []byte) ([]member, error) {
 
 func find(ms []member, key string) (member, bool) {
 	for _, m := range ms {
-		if m.key == key {
+		if string(m.key) == key {
 			return m, true
 		}
 	}
@@ -183,8 +188,9 @@ func setMember(obj []byte, key string, val []byte) ([]byte, error) {
 	if m, ok := find(ms, key); ok {
 		return splice(obj, edit{m.start, m.end, val}), nil
 	}
-	k, _ := json.Marshal(key)
-	ins := append(append(append(k, ':'), val...), ',')
+	ins := make([]byte, 0, len(key)+len(val)+4)
+	ins = append(strconv.AppendQuote(ins, key), ':')
+	ins = append(append(ins, val...), ',')
 	if len(ms) == 0 {
 		ins = ins[:len(ins)-1]
 	}
@@ -225,7 +231,13 @@ func parseMessage(line []byte) (*rpcMessage, error) {
 		return nil, errors.New(`no "jsonrpc": "2.0"`)
 	}
 	if v, ok := m.get("method"); ok {
-		if json.Unmarshal(m.value(v), &m.method) != nil || m.method == "" {
+		raw := m.value(v)
+		if raw[0] != '"' || len(raw) < 3 {
+			return nil, errors.New("method is not a string")
+		}
+		if bytes.IndexByte(raw, '\\') < 0 {
+			m.method = string(raw[1 : len(raw)-1])
+		} else if json.Unmarshal(raw, &m.method) != nil {
 			return nil, errors.New("method is not a string")
 		}
 	}
