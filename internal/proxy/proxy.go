@@ -13,10 +13,12 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/mrtr-wasm/mrtr-wasm/host"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/legacy"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/mcphttp"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/server"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/upstream"
@@ -41,6 +43,11 @@ type Config struct {
 	// ToolsTTL is how long the upstream's tools/list stays cached when it
 	// does not say (default 1 min).
 	ToolsTTL time.Duration
+	// SessionIdle closes a legacy (2025-era) client's session after this
+	// long without a request (default 10 min); MaxSessions caps live
+	// legacy sessions (default 1000).
+	SessionIdle time.Duration
+	MaxSessions int
 }
 
 // Proxy serves MCP downstream and forwards upstream.
@@ -51,6 +58,7 @@ type Proxy struct {
 	up      *upMetrics
 	tools   toolCache
 	upID    string
+	legacy  *legacyFront
 }
 
 type upMetrics struct {
@@ -92,6 +100,13 @@ func New(cfg Config) (*Proxy, error) {
 	}
 	cfg.Registry.MustRegister(p.up.calls, p.up.seconds, p.up.refused, p.up.rounds)
 	p.tools.ttl = cfg.ToolsTTL
+	if p.cfg.SessionIdle <= 0 {
+		p.cfg.SessionIdle = 10 * time.Minute
+	}
+	if p.cfg.MaxSessions <= 0 {
+		p.cfg.MaxSessions = 1000
+	}
+	p.legacy = p.newLegacyFront()
 	return p, nil
 }
 
@@ -100,7 +115,14 @@ func (p *Proxy) Metrics() *server.Metrics { return p.metrics }
 
 // Handler serves /mcp, /healthz and /metrics.
 func (p *Proxy) Handler() http.Handler {
-	var mcpHandler http.Handler = mcphttp.CheckRequests(http.HandlerFunc(p.serveMCP))
+	sessions := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return p.legacy.srv }, &mcp.StreamableHTTPOptions{
+		SessionTimeout: p.cfg.SessionIdle, MaxRequestBodyBytes: mcphttp.MaxBody,
+	})
+	var mcpHandler http.Handler = legacy.Router(mcphttp.CheckRequests(http.HandlerFunc(p.serveMCP)), &legacy.Sessions{
+		Handler: sessions, Server: p.legacy.srv, Max: p.cfg.MaxSessions,
+		Refused: p.metrics.LegacySessionsRefused.Inc,
+		Opening: func(r *http.Request) { p.refreshLegacyTools(r.Context()) },
+	}, mcphttp.MaxBody)
 	if p.cfg.Tokens != nil {
 		mcpHandler = auth.RequireBearerToken(p.cfg.Tokens.Verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(mcpHandler)
 	}

@@ -17,6 +17,11 @@ type Metrics struct {
 	Rejected  *prometheus.CounterVec   // mrtr_rejected_states_total{reason}
 	GuardTime *prometheus.HistogramVec // mrtr_guard_seconds{op}
 	Effects   *prometheus.CounterVec   // mrtr_effects_total{tool,result}
+	// LegacyRounds counts input rounds fulfilled on legacy sessions
+	// (mrtr_legacy_rounds_total{result}); LegacySessionsRefused counts
+	// initialize requests refused at the session cap.
+	LegacyRounds          *prometheus.CounterVec
+	LegacySessionsRefused prometheus.Counter
 }
 
 // NewMetrics registers the metrics (and the Go and process collectors,
@@ -40,8 +45,14 @@ func NewMetrics(reg *prometheus.Registry) *Metrics {
 		Effects: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mrtr_effects_total", Help: "Side effects run through the ledger: run (first time), replay (stored result returned), error.",
 		}, []string{"tool", "result"}),
+		LegacyRounds: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mrtr_legacy_rounds_total", Help: "Input rounds a legacy (2025-era) session's client was asked on its session: answered, client_error.",
+		}, []string{"result"}),
+		LegacySessionsRefused: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "mrtr_legacy_sessions_refused_total", Help: "initialize requests refused because the session cap was reached.",
+		}),
 	}
-	reg.MustRegister(m.Asks, m.Outcomes, m.Rejected, m.GuardTime, m.Effects,
+	reg.MustRegister(m.Asks, m.Outcomes, m.Rejected, m.GuardTime, m.Effects, m.LegacyRounds, m.LegacySessionsRefused,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
