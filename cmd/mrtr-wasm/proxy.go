@@ -18,6 +18,7 @@ import (
 	"github.com/mrtr-wasm/mrtr-wasm/host"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/proxy"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/server"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/telemetry"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/upstream"
 	"github.com/mrtr-wasm/mrtr-wasm/ledger"
 	"github.com/mrtr-wasm/mrtr-wasm/policy"
@@ -208,13 +209,18 @@ func runProxyServer(ctx context.Context, o *proxyOptions, stdin io.Reader, stdou
 		}
 	})
 	defer stopReload()
+	tel, err := telemetry.Setup(ctx, "mrtr-wasm-proxy", version())
+	if err != nil {
+		return fmt.Errorf("OpenTelemetry: %w", err)
+	}
+	defer shutdownTelemetry(tel, log)
 	engine := host.EngineWasm
 	if o.engine == "native" {
 		engine = host.EngineNative
 	}
 	gopts := []host.Option{
 		host.WithKeys(keys), host.WithAudience(o.audience), host.WithTTL(o.stateTTL),
-		host.WithLedger(led), host.WithEngine(engine), host.WithPolicy(pol),
+		host.WithLedger(led), host.WithEngine(engine), host.WithPolicy(server.TracePolicy(pol, tel)),
 		// An upstream's own requestState travels inside ours.
 		host.WithMaxStateSize(64 << 10),
 	}
@@ -233,12 +239,12 @@ func runProxyServer(ctx context.Context, o *proxyOptions, stdin io.Reader, stdou
 		return err
 	}
 	defer up.Close()
-	px, err := proxy.New(proxy.Config{Guard: guard, Upstream: up, Tokens: tokens, ForwardPrincipal: o.forwardPrincipal, Logger: log})
+	px, err := proxy.New(proxy.Config{Guard: guard, Upstream: up, Tokens: tokens, ForwardPrincipal: o.forwardPrincipal, Logger: log, Telemetry: tel})
 	if err != nil {
 		return err
 	}
 	log.Info("mrtr-wasm proxy starting", "upstream", up.ID(), "keys", len(guard.KeyIDs()), "key_ids", strings.Join(guard.KeyIDs(), ","),
-		"engine", engine.String(), "ledger", ledgerKind(o.ledger), "policy", pol.Info().Revision, "auth", tokens != nil)
+		"engine", engine.String(), "ledger", ledgerKind(o.ledger), "policy", pol.Info().Revision, "auth", tokens != nil, "tracing", tel.Enabled())
 
 	ln, lerr := net.Listen("tcp", o.addr)
 	if lerr != nil && !o.stdio {

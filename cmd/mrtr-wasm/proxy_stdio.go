@@ -2,13 +2,22 @@ package main
 
 import (
 	"context"
-	"errors"
 	"log/slog"
+	"os"
 
 	"github.com/mrtr-wasm/mrtr-wasm/internal/upstream"
 )
 
-// openStdioUpstream starts the stdio child after "--".
+// openStdioUpstream starts the stdio child after "--", in a clean
+// environment (--upstream-env, --upstream-env-pass), and waits for its
+// answer to server/discover (within --upstream-timeout).
 func openStdioUpstream(ctx context.Context, o *proxyOptions, log *slog.Logger) (upstream.Upstream, error) {
-	return nil, usageError{errors.New("a stdio upstream (-- CMD ARGS) is not in this build yet: use --upstream URL")}
+	env, err := upstream.StdioEnv(o.upstreamEnv, o.upstreamEnvPass, os.LookupEnv)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	return upstream.NewStdio(ctx, upstream.StdioConfig{
+		Command: o.command[0], Args: o.command[1:], Env: env, Logger: log, Version: version(),
+		StartTimeout: o.upstreamTimeout, CallTimeout: o.upstreamTimeout, MaxMessage: int(o.upstreamMaxBody),
+	})
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/mrtr-wasm/mrtr-wasm/host"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/mcphttp"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/telemetry"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/upstream"
 )
 
@@ -26,6 +27,11 @@ func canAsk(method string) bool {
 // everything goes to the upstream as is, except an input round. h are the
 // headers for the upstream.
 func (p *Proxy) Handle(ctx context.Context, m *mcphttp.Message, body []byte, h http.Header, principal string, s Sink) {
+	if p.cfg.Telemetry.Enabled() {
+		var span telemetry.Span
+		ctx, span = p.cfg.Telemetry.StartServer(ctx, m.Method, m.Target(), h, metaString(m, "traceparent"), metaString(m, "tracestate"))
+		s = &tracedSink{s, span}
+	}
 	if canAsk(m.Method) && m.IsRetry() {
 		p.resume(ctx, m, body, h, principal, s)
 		return
@@ -107,7 +113,9 @@ func (p *Proxy) upstreamCall(m *mcphttp.Message, body []byte, principal string) 
 // client's answer: the sealed result, or why it was refused.
 func (p *Proxy) ask(ctx context.Context, m *mcphttp.Message, body []byte, principal string, resp []byte, after *host.UpstreamOutcome) []byte {
 	t := time.Now()
-	round, err := p.cfg.Guard.UpstreamAsk(ctx, p.upstreamCall(m, body, principal), resp, after)
+	sctx, span := p.cfg.Telemetry.StartStep(ctx, "guard ask")
+	round, err := p.cfg.Guard.UpstreamAsk(sctx, p.upstreamCall(m, body, principal), resp, after)
+	endStep(span, err)
 	p.metrics.GuardTime.WithLabelValues("ask").Observe(time.Since(t).Seconds())
 	if err != nil {
 		return p.refusedAsk(m, err)
@@ -175,7 +183,12 @@ func (p *Proxy) refusedAsk(m *mcphttp.Message, err error) []byte {
 // or the round is forwarded once with the upstream's state put back.
 func (p *Proxy) resume(ctx context.Context, m *mcphttp.Message, body []byte, h http.Header, principal string, s Sink) {
 	t := time.Now()
-	out, err := p.cfg.Guard.UpstreamResume(ctx, p.upstreamCall(m, body, principal))
+	sctx, span := p.cfg.Telemetry.StartStep(ctx, "guard resume")
+	out, err := p.cfg.Guard.UpstreamResume(sctx, p.upstreamCall(m, body, principal))
+	if out != nil {
+		span.SetString("mrtr.outcome", string(out.Status))
+	}
+	endStep(span, err)
 	p.metrics.GuardTime.WithLabelValues("resume").Observe(time.Since(t).Seconds())
 	if err != nil {
 		e, ok := host.AsError(err)
@@ -203,7 +216,8 @@ func (p *Proxy) resume(ctx context.Context, m *mcphttp.Message, body []byte, h h
 		return
 	}
 	p.metrics.Outcomes.WithLabelValues(m.Target(), string(out.Status)).Inc()
-	res, replay, err := p.cfg.Guard.OnceForward(ctx, out, func(ectx context.Context) ([]byte, error) {
+	octx, ospan := p.cfg.Telemetry.StartStep(ctx, "guard once")
+	res, replay, err := p.cfg.Guard.OnceForward(octx, out, func(ectx context.Context) ([]byte, error) {
 		p.up.rounds.WithLabelValues("forwarded").Inc()
 		resp, err := p.call(ectx, out.Forward, h, s)
 		if err != nil {
@@ -216,6 +230,10 @@ func (p *Proxy) resume(ctx context.Context, m *mcphttp.Message, body []byte, h h
 		}
 		return resp, nil
 	})
+	if err == nil && replay {
+		ospan.SetString("mrtr.once", "replay")
+	}
+	endStep(ospan, err)
 	switch {
 	case err == nil && replay:
 		p.up.rounds.WithLabelValues("replayed").Inc()
@@ -241,6 +259,56 @@ func (p *Proxy) resume(ctx context.Context, m *mcphttp.Message, body []byte, h h
 		}
 		s.Final(rpcError(m.ID, &jsonrpc.Error{Code: int64(e.JSONRPCCode()), Message: e.Message, Data: e.Data}))
 	}
+}
+
+// endStep ends a guard step's span with the error's stable code.
+func endStep(s telemetry.Span, err error) {
+	if e, ok := host.AsError(err); ok {
+		s.Fail(e.Code)
+		err = nil
+	} else if e, ok := upstream.AsError(err); ok {
+		s.Fail(e.Code)
+		err = nil
+	}
+	s.End(err)
+}
+
+// metaString reads a string from the request's _meta.
+func metaString(m *mcphttp.Message, key string) string {
+	var v string
+	if raw, ok := m.Meta()[key]; ok {
+		_ = json.Unmarshal(raw, &v)
+	}
+	return v
+}
+
+// tracedSink ends the request's server span with its answer: an error
+// answer marks it failed with the JSON-RPC code.
+type tracedSink struct {
+	Sink
+	span telemetry.Span
+}
+
+func (t *tracedSink) Final(raw []byte) {
+	var r struct {
+		Error *struct {
+			Code int `json:"code"`
+		} `json:"error"`
+		Result *struct {
+			IsError bool `json:"isError"`
+		} `json:"result"`
+	}
+	if json.Unmarshal(raw, &r) == nil {
+		switch {
+		case r.Error != nil:
+			t.span.SetInt("rpc.jsonrpc.error_code", r.Error.Code)
+			t.span.Fail("jsonrpc.error")
+		case r.Result != nil && r.Result.IsError:
+			t.span.Fail("tool_error")
+		}
+	}
+	t.span.End(nil)
+	t.Sink.Final(raw)
 }
 
 var inputRequiredMark = []byte(`"input_required"`)

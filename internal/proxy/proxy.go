@@ -21,6 +21,7 @@ import (
 	"github.com/mrtr-wasm/mrtr-wasm/internal/legacy"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/mcphttp"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/server"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/telemetry"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/upstream"
 )
 
@@ -48,6 +49,8 @@ type Config struct {
 	// legacy sessions (default 1000).
 	SessionIdle time.Duration
 	MaxSessions int
+	// Telemetry traces each request, guard step and upstream call (nil: off).
+	Telemetry *telemetry.Telemetry
 }
 
 // Proxy serves MCP downstream and forwards upstream.
@@ -83,6 +86,7 @@ func New(cfg Config) (*Proxy, error) {
 		cfg.ToolsTTL = time.Minute
 	}
 	p := &Proxy{cfg: cfg, log: cfg.Logger, metrics: server.NewMetrics(cfg.Registry), upID: cfg.Upstream.ID()}
+	p.cfg.Upstream = upstream.Traced(cfg.Upstream, cfg.Telemetry)
 	p.up = &upMetrics{
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mrtr_upstream_calls_total", Help: "Calls to the upstream, by result: ok, or the upstream error code.",

@@ -148,7 +148,9 @@ func ServerSpans(tel *telemetry.Telemetry) mcp.Middleware {
 			if ex := req.GetExtra(); ex != nil {
 				h = ex.Header
 			}
-			ctx, span := tel.StartServer(ctx, method, target, h, meta)
+			tp, _ := meta["traceparent"].(string)
+			ts, _ := meta["tracestate"].(string)
+			ctx, span := tel.StartServer(ctx, method, target, h, tp, ts)
 			res, err := next(ctx, method, req)
 			if r, ok := res.(*mcp.CallToolResult); ok && r != nil && r.IsError {
 				span.Fail("tool_error")

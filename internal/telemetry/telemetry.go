@@ -154,22 +154,18 @@ func errorType(err error) string {
 
 // StartServer starts the server span of an MCP request. Its parent is the
 // caller's W3C trace context: the traceparent HTTP header when h has one,
-// else the traceparent in the request's _meta (the MCP convention, and the
-// only carrier on stdio). target is the tool or prompt name or resource
-// URI, or "".
-func (t *Telemetry) StartServer(ctx context.Context, method, target string, h http.Header, meta map[string]any) (context.Context, Span) {
+// else the traceparent (and tracestate) from the request's _meta (the MCP
+// convention, and the only carrier on stdio). target is the tool or prompt
+// name or resource URI, or "".
+func (t *Telemetry) StartServer(ctx context.Context, method, target string, h http.Header, metaTraceparent, metaTracestate string) (context.Context, Span) {
 	if t == nil {
 		return ctx, Span{}
 	}
 	var carrier propagation.TextMapCarrier
 	if h != nil && h.Get("traceparent") != "" {
 		carrier = propagation.HeaderCarrier(h)
-	} else if tp, ok := meta["traceparent"].(string); ok {
-		mc := propagation.MapCarrier{"traceparent": tp}
-		if ts, ok := meta["tracestate"].(string); ok {
-			mc["tracestate"] = ts
-		}
-		carrier = mc
+	} else if metaTraceparent != "" {
+		carrier = propagation.MapCarrier{"traceparent": metaTraceparent, "tracestate": metaTracestate}
 	}
 	if carrier != nil {
 		ctx = propagation.TraceContext{}.Extract(ctx, carrier)

@@ -54,7 +54,7 @@ func TestSpansReachReceiverWithParents(t *testing.T) {
 	}
 	const callerTrace, callerSpan = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
 	h := http.Header{"Traceparent": {"00-" + callerTrace + "-" + callerSpan + "-01"}}
-	sctx, server := tel.StartServer(ctx, "tools/call", "book", h, nil)
+	sctx, server := tel.StartServer(ctx, "tools/call", "book", h, "", "")
 	gctx, guard := tel.StartStep(sctx, "guard ask")
 	_, pol := tel.StartStep(gctx, "policy ask")
 	pol.SetString("mrtr.policy.decision", "deny")
@@ -128,8 +128,7 @@ func TestServerSpanParentFromMeta(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	meta := map[string]any{"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}
-	_, s := tel.StartServer(context.Background(), "prompts/get", "greet", nil, meta)
+	_, s := tel.StartServer(context.Background(), "prompts/get", "greet", nil, "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", "")
 	s.End(nil)
 	_ = tel.Shutdown(context.Background())
 	got, _ := otlptest.Find(rcv.WaitFor(t, "prompts/get greet", 5*time.Second), "prompts/get greet")
@@ -150,7 +149,7 @@ func TestOffAllocatesNothing(t *testing.T) {
 }
 
 func offPath(ctx context.Context, tel *telemetry.Telemetry, h http.Header) {
-	sctx, s := tel.StartServer(ctx, "tools/call", "book", h, nil)
+	sctx, s := tel.StartServer(ctx, "tools/call", "book", h, "", "")
 	gctx, g := tel.StartStep(sctx, "guard resume")
 	g.SetString("k", "v")
 	g.End(nil)
@@ -183,7 +182,7 @@ func BenchmarkTracingOn(b *testing.B) {
 	h := http.Header{}
 	b.ReportAllocs()
 	for b.Loop() {
-		sctx, s := tel.StartServer(ctx, "tools/call", "book", h, nil)
+		sctx, s := tel.StartServer(ctx, "tools/call", "book", h, "", "")
 		gctx, g := tel.StartStep(sctx, "guard resume")
 		g.End(nil)
 		cctx, c := tel.StartClient(gctx, "tools/call", "book")

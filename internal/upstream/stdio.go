@@ -46,6 +46,8 @@ type StdioConfig struct {
 	// StartTimeout bounds the start: spawning the child and its answer to
 	// server/discover (or to initialize). Default 30 s.
 	StartTimeout time.Duration
+	// CallTimeout bounds one call (0: only the caller's context does).
+	CallTimeout time.Duration
 	// MaxMessage bounds one message from the child. Default 4 MiB.
 	MaxMessage int
 	// RestartBackoff is the delay before the first restart after a crash;
@@ -524,6 +526,11 @@ func (s *Stdio) Call(ctx context.Context, msg []byte, h http.Header, onMessage f
 	m, err := parseMessage(msg)
 	if err != nil || m.method == "" || !m.hasID {
 		return nil, fmt.Errorf("upstream: Call needs a JSON-RPC request: %w", errOr(err, "no method or no id"))
+	}
+	if s.cfg.CallTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.cfg.CallTimeout)
+		defer cancel()
 	}
 	c, err := s.current(ctx)
 	if err != nil {

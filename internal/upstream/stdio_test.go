@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mrtr-wasm/mrtr-wasm/internal/upstream/stdiotest"
 )
 
 // logs is a slog handler that keeps every record for assertions.
@@ -66,7 +68,7 @@ func childConfig(t testing.TB, mode string, extraEnv ...string) (StdioConfig, *l
 	l := &logs{}
 	return StdioConfig{
 		Command: exe, Args: []string{"-test.run=^$"},
-		Env:    append([]string{"MRTR_TEST_CHILD=" + mode}, extraEnv...),
+		Env:    append([]string{stdiotest.Env + "=" + mode}, extraEnv...),
 		Logger: slog.New(l), StartTimeout: 10 * time.Second,
 		RestartBackoff: 20 * time.Millisecond, ShutdownGrace: 500 * time.Millisecond,
 	}, l

@@ -1,9 +1,10 @@
-package upstream
-
-// The test binary doubles as the stdio child: run with MRTR_TEST_CHILD set,
-// TestMain runs a small MCP server on stdin/stdout instead of the tests.
-// Its behaviour (MRTR_TEST_CHILD) and tools make the hostile cases real:
-// a process that dies, hangs, writes garbage or asks the client things.
+// Package stdiotest is a small, deliberately hostile MCP server on
+// stdin/stdout for the tests of the stdio upstream: its mode and tools
+// make the hostile cases real (a process that dies, hangs, writes
+// garbage, floods stderr or asks the client things). Test binaries run it
+// by re-executing themselves (see Main); hostile/ is the same as a
+// program.
+package stdiotest
 
 import (
 	"bufio"
@@ -17,16 +18,20 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"testing"
 	"time"
 )
 
-func TestMain(m *testing.M) {
-	if mode, ok := os.LookupEnv("MRTR_TEST_CHILD"); ok {
-		runChild(mode)
+// Env names the variable that holds the mode; a process started with it
+// set is the child.
+const Env = "MRTR_TEST_CHILD"
+
+// Main runs the child and exits when this process was started as one
+// (Env set); otherwise it returns at once. Call it first in TestMain.
+func Main() {
+	if mode, ok := os.LookupEnv(Env); ok {
+		Run(mode)
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
 }
 
 type childServer struct {
@@ -60,7 +65,12 @@ type rpc struct {
 	Error   json.RawMessage `json:"error,omitempty"`
 }
 
-func runChild(mode string) {
+// Run serves until stdin ends. Modes: ok, legacy (answers initialize,
+// not server/discover), nodiscover (never answers), slowstart (600 ms
+// before reading), banner (prints a line to stdout first), ignoreterm
+// (ignores SIGTERM and stdin's end), crashafter (every start after the
+// first, counted in MRTR_TEST_COUNTER's file, dies at once), sleeper.
+func Run(mode string) {
 	if mode == "crashafter" {
 		// Counts its starts in a file: the first start works, every later
 		// one dies at once (a crash loop).
@@ -143,6 +153,8 @@ func (c *childServer) handle(m rpc, line []byte) {
 	case "initialize":
 		c.result(m.ID, map[string]any{"protocolVersion": "2025-11-25", "capabilities": map[string]any{"tools": map[string]any{}},
 			"serverInfo": map[string]any{"name": "legacy-child", "version": "1"}})
+	case "tools/list":
+		c.result(m.ID, map[string]any{"tools": []any{}})
 	case "tools/call":
 		var p struct {
 			Name      string         `json:"name"`
@@ -179,6 +191,11 @@ func (c *childServer) tool(m rpc, name string, args, meta map[string]any) {
 	case "die":
 		fmt.Fprintln(os.Stderr, "child: dying mid-call")
 		os.Exit(3)
+	case "password":
+		c.result(m.ID, map[string]any{"resultType": "input_required", "requestState": "child-state",
+			"inputRequests": map[string]any{"login": map[string]any{"method": "elicitation/create", "params": map[string]any{
+				"mode": "form", "message": "Sign in", "requestedSchema": map[string]any{"type": "object",
+					"properties": map[string]any{"password": map[string]any{"type": "string"}}}}}}})
 	case "garbage":
 		c.raw([]byte("this is not json\n"))
 		c.raw([]byte(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"content":[` + "\n"))
@@ -215,7 +232,7 @@ func (c *childServer) tool(m rpc, name string, args, meta map[string]any) {
 	case "spawn":
 		exe, _ := os.Executable()
 		cmd := exec.Command(exe)
-		cmd.Env = []string{"MRTR_TEST_CHILD=sleeper"}
+		cmd.Env = []string{Env + "=sleeper"}
 		if err := cmd.Start(); err != nil {
 			c.result(m.ID, text("spawn: "+err.Error()))
 			return

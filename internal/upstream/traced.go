@@ -1,0 +1,79 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+
+	"github.com/mrtr-wasm/mrtr-wasm/internal/telemetry"
+)
+
+// Traced wraps u with a client span per call; the span's traceparent goes
+// upstream in h (an HTTP upstream sends it as a header, a stdio child gets
+// it in _meta). With tracing off it returns u itself.
+func Traced(u Upstream, tel *telemetry.Telemetry) Upstream {
+	if !tel.Enabled() {
+		return u
+	}
+	return &traced{u, tel}
+}
+
+type traced struct {
+	Upstream
+	tel *telemetry.Telemetry
+}
+
+func (t *traced) Call(ctx context.Context, msg []byte, h http.Header, onMessage func(raw []byte) error) ([]byte, error) {
+	method, target := methodAndTarget(msg)
+	ctx, span := t.tel.StartClient(ctx, method, target)
+	h = h.Clone()
+	if h == nil {
+		h = http.Header{}
+	}
+	h.Del("Traceparent")
+	h.Del("Tracestate")
+	telemetry.Inject(ctx, h)
+	resp, err := t.Upstream.Call(ctx, msg, h, onMessage)
+	if e, ok := AsError(err); ok {
+		span.Fail(e.Code)
+		span.End(nil)
+		return resp, err
+	}
+	if err == nil {
+		if m, perr := parseMessage(resp); perr == nil {
+			if e, ok := m.get("error"); ok {
+				var je struct {
+					Code int `json:"code"`
+				}
+				_ = json.Unmarshal(m.value(e), &je)
+				span.SetInt("rpc.jsonrpc.error_code", je.Code)
+				span.Fail("jsonrpc.error")
+			}
+		}
+	}
+	span.End(err)
+	return resp, err
+}
+
+// methodAndTarget names a request for its span: the method, and the tool
+// or prompt name or resource URI.
+func methodAndTarget(msg []byte) (string, string) {
+	m, err := parseMessage(msg)
+	if err != nil {
+		return "", ""
+	}
+	_, pms, _, err := paramsObject(m)
+	if err != nil {
+		return m.method, ""
+	}
+	key := "name"
+	if m.method == "resources/read" {
+		key = "uri"
+	}
+	p, _ := m.get("params")
+	var target string
+	if v, ok := find(pms, key); ok {
+		_ = json.Unmarshal(m.raw[p.start+v.start:p.start+v.end], &target)
+	}
+	return m.method, target
+}
