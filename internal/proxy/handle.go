@@ -36,6 +36,10 @@ func (p *Proxy) Handle(ctx context.Context, m *mcphttp.Message, body []byte, h h
 		p.resume(ctx, m, body, h, principal, s)
 		return
 	}
+	if canAsk(m.Method) && p.legacyUpstream() {
+		s.Final(p.awaitLegacy(ctx, m, body, principal, p.startLegacyCall(body, h), nil, s))
+		return
+	}
 	resp, err := p.call(ctx, body, h, s)
 	if err != nil {
 		s.Final(p.upstreamError(m, err))
@@ -219,6 +223,9 @@ func (p *Proxy) resume(ctx context.Context, m *mcphttp.Message, body []byte, h h
 	octx, ospan := p.cfg.Telemetry.StartStep(ctx, "guard once")
 	res, replay, err := p.cfg.Guard.OnceForward(octx, out, func(ectx context.Context) ([]byte, error) {
 		p.up.rounds.WithLabelValues("forwarded").Inc()
+		if key, ok := pendingKeyOf(out.Forward); ok && p.legacyUpstream() {
+			return p.continueLegacy(ectx, m, body, principal, key, out, s)
+		}
 		resp, err := p.call(ectx, out.Forward, h, s)
 		if err != nil {
 			return nil, err

@@ -62,6 +62,7 @@ type Proxy struct {
 	tools   toolCache
 	upID    string
 	legacy  *legacyFront
+	pending pendingRounds // rounds of a legacy upstream waiting for their retry
 }
 
 type upMetrics struct {
