@@ -138,10 +138,7 @@ func (p *Proxy) awaitLegacy(ctx context.Context, m *mcphttp.Message, body []byte
 			continue
 		}
 		key := newPendingKey()
-		params := r.Params
-		if len(params) == 0 {
-			params = json.RawMessage("{}")
-		}
+		params := toModernParams(r.Method, r.Params)
 		mb, _ := json.Marshal(r.Method)
 		sb, _ := json.Marshal(pendingPrefix + key)
 		resp := []byte(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"resultType":"input_required","inputRequests":{"` + kind +
@@ -162,6 +159,28 @@ func (p *Proxy) awaitLegacy(ctx context.Context, m *mcphttp.Message, body []byte
 		}
 		return out
 	}
+}
+
+// toModernParams turns a 2025-11-25 request's params into their
+// 2026-07-28 form: a URL elicitation's elicitationId is gone (the round's
+// requestState correlates it).
+func toModernParams(method string, params json.RawMessage) json.RawMessage {
+	if len(params) == 0 || string(params) == "null" {
+		return json.RawMessage("{}")
+	}
+	if method != "elicitation/create" || !bytes.Contains(params, []byte(`"elicitationId"`)) {
+		return params
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(params, &m) != nil {
+		return params
+	}
+	delete(m, "elicitationId")
+	b, err := json.Marshal(m)
+	if err != nil {
+		return params
+	}
+	return b
 }
 
 func newPendingKey() string {
