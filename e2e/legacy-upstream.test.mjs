@@ -154,3 +154,24 @@ test('a legacy server that asks for a password in a form: declined upstream, the
   }
   assert.equal(readFileSync(askerLog, 'utf8'), 'decline\n', 'the upstream heard decline');
 });
+
+test('a 2025-11-25 client (SDK 1.32.2) meets server-everything through the proxy: relayed after the lint, answers checked first', async () => {
+  const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
+  const { StreamableHTTPClientTransport } = await import('@modelcontextprotocol/sdk/client/streamableHttp.js');
+  const { ElicitRequestSchema } = await import('@modelcontextprotocol/sdk/types.js');
+  const client = new Client({ name: 'sdk-1.32.2-through-proxy', version: '1' }, { capabilities: { elicitation: { form: {} } } });
+  const asked = [];
+  client.setRequestHandler(ElicitRequestSchema, async (req) => {
+    asked.push(req.params.message);
+    return { action: 'accept', content: { name: 'Ada', integer: asked.length === 1 ? 150 : 7 } };
+  });
+  await client.connect(new StreamableHTTPClientTransport(new URL(`${everything.base}/mcp`), {
+    requestInit: { headers: { Authorization: `Bearer ${ALICE}` } },
+  }));
+  const r = await client.callTool({ name: 'trigger-elicitation-request', arguments: {} });
+  const text = r.content.map((c) => c.text).join('\n');
+  assert.match(text, /Favorite Integer: 7/, text);
+  assert.equal(asked.length, 2, 'asked twice: the out-of-range integer was asked again by the proxy');
+  assert.match(asked[1], /integer/i);
+  await client.close();
+});

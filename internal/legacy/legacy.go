@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -99,7 +100,7 @@ func Run(ctx context.Context, ss *mcp.ServerSession, log *slog.Logger, observe O
 		if round >= roundCap {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the tool kept asking past the round limit"}
 		}
-		answers, err := Fulfil(ctx, ss, res.InputRequests)
+		answers, err := fulfilChecked(ctx, ss, res.InputRequests)
 		if err != nil {
 			if observe != nil {
 				observe("client_error")
@@ -123,6 +124,53 @@ func Run(ctx context.Context, ss *mcp.ServerSession, log *slog.Logger, observe O
 
 func errorResult(text string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: text}}}
+}
+
+// sdkReasks bounds how often a form is asked again because the SDK's own
+// check of the answer against the form failed (the guard never saw it).
+const sdkReasks = 2
+
+// fulfilChecked is Fulfil, but a form answer that the SDK refuses before
+// the guard can see it (it checks answers against the form itself, and
+// drops the answer) is asked again naming the field, a bounded number of
+// times: the client gets the same treatment as from the guard.
+func fulfilChecked(ctx context.Context, ss *mcp.ServerSession, reqs mcp.InputRequestMap) (mcp.InputResponseMap, error) {
+	for try := 0; ; try++ {
+		out, err := Fulfil(ctx, ss, reqs)
+		field, ok := schemaMismatch(err)
+		if !ok || try >= sdkReasks {
+			return out, err
+		}
+		again := make(mcp.InputRequestMap, len(reqs))
+		for k, ir := range reqs {
+			if p, ok := ir.(*mcp.ElicitParams); ok {
+				cp := *p
+				cp.Message = p.Message + "\n\nPlease check: " + field + "."
+				ir = &cp
+			}
+			again[k] = ir
+		}
+		reqs = again
+	}
+}
+
+// schemaMismatch recognises the SDK's refusal of an elicitation answer
+// and names the field it points at.
+func schemaMismatch(err error) (string, bool) {
+	if err == nil {
+		return "", false
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, "does not match requested schema") {
+		return "", false
+	}
+	field := "your answers"
+	if _, rest, ok := strings.Cut(msg, "/properties/"); ok {
+		if name, _, ok := strings.Cut(rest, ":"); ok && name != "" {
+			field = name
+		}
+	}
+	return field, true
 }
 
 // Fulfil sends each input request to the client on its session, one at a
