@@ -111,6 +111,7 @@ test('server-everything: its elicitation becomes a sealed round; wrong answers r
 
   // The valid answer reaches the upstream's open request and comes back in its result.
   const r3 = await call(everything.base, ALICE, tool, { requestState: s, inputResponses: good });
+  assert.ok(r3.result, JSON.stringify(r3));
   const text = r3.result.content.map((c) => c.text).join('\n');
   assert.match(text, /Favorite Integer: 7/, text);
   assert.doesNotMatch(text, /150/, 'the rejected answer never reached the upstream');
@@ -174,4 +175,13 @@ test('a 2025-11-25 client (SDK 1.32.2) meets server-everything through the proxy
   assert.equal(asked.length, 2, 'asked twice: the out-of-range integer was asked again by the proxy');
   assert.match(asked[1], /integer/i);
   await client.close();
+});
+
+test('a legacy stdio server gets one child per principal', async () => {
+  const pid = async (tok) => (await call(asker.base, tok, 'pid')).result.content[0].text;
+  const a1 = await pid(ALICE);
+  const b1 = await pid(BOB);
+  const a2 = await pid(ALICE);
+  assert.equal(a1, a2, 'alice keeps her child');
+  assert.notEqual(a1, b1, 'bob never shares alice\'s child');
 });

@@ -57,6 +57,8 @@ type proxyOptions struct {
 	upstreamMaxBody  int64
 	forwardPrincipal string
 	command          []string
+	maxChildren      int
+	childIdle        time.Duration
 }
 
 func parseProxy(args []string, stderr io.Writer) (*proxyOptions, error) {
@@ -77,6 +79,8 @@ func parseProxy(args []string, stderr io.Writer) (*proxyOptions, error) {
 	fs.DurationVar(&o.upstreamTimeout, "upstream-timeout", 60*time.Second, "bound on one upstream call, streamed messages included")
 	fs.Int64Var(&o.upstreamMaxBody, "upstream-max-body", 8<<20, "largest upstream answer (or stream event) in bytes")
 	fs.StringVar(&o.forwardPrincipal, "forward-principal", "", "header that carries the authenticated principal to an HTTP upstream (opt-in; the client's own token is never forwarded)")
+	fs.IntVar(&o.maxChildren, "max-children", 16, "most stdio children at once when the child speaks the 2025 era (one per principal, so users never share its session state)")
+	fs.DurationVar(&o.childIdle, "child-idle", 10*time.Minute, "stop a principal's stdio child after this long without a call")
 	fs.Var(&o.upstreamEnv, "upstream-env", "NAME=VALUE for a stdio child's environment (repeatable; the child gets a clean environment)")
 	fs.Var(&o.upstreamEnvPass, "upstream-env-pass", "NAME of the proxy's environment passed to a stdio child (repeatable)")
 	rest, err := parseFlags(fs, args)

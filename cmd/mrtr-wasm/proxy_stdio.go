@@ -10,14 +10,15 @@ import (
 
 // openStdioUpstream starts the stdio child after "--", in a clean
 // environment (--upstream-env, --upstream-env-pass), and waits for its
-// answer to server/discover (within --upstream-timeout).
+// answer to server/discover (within --upstream-timeout). A child of the
+// 2025 era gets a sibling per principal (--max-children, --child-idle).
 func openStdioUpstream(ctx context.Context, o *proxyOptions, log *slog.Logger) (upstream.Upstream, error) {
 	env, err := upstream.StdioEnv(o.upstreamEnv, o.upstreamEnvPass, os.LookupEnv)
 	if err != nil {
 		return nil, usageError{err}
 	}
-	return upstream.NewStdio(ctx, upstream.StdioConfig{
+	return upstream.NewPerPrincipal(ctx, upstream.StdioConfig{
 		Command: o.command[0], Args: o.command[1:], Env: env, Logger: log, Version: version(),
 		StartTimeout: o.upstreamTimeout, CallTimeout: o.upstreamTimeout, MaxMessage: int(o.upstreamMaxBody),
-	})
+	}, o.maxChildren, o.childIdle)
 }

@@ -27,6 +27,7 @@ func canAsk(method string) bool {
 // everything goes to the upstream as is, except an input round. h are the
 // headers for the upstream.
 func (p *Proxy) Handle(ctx context.Context, m *mcphttp.Message, body []byte, h http.Header, principal string, s Sink) {
+	ctx = upstream.WithPrincipal(ctx, principal)
 	if p.cfg.Telemetry.Enabled() {
 		var span telemetry.Span
 		ctx, span = p.cfg.Telemetry.StartServer(ctx, m.Method, m.Target(), h, metaString(m, "traceparent"), metaString(m, "tracestate"))
@@ -37,7 +38,7 @@ func (p *Proxy) Handle(ctx context.Context, m *mcphttp.Message, body []byte, h h
 		return
 	}
 	if canAsk(m.Method) && p.legacyUpstream() {
-		s.Final(p.awaitLegacy(ctx, m, body, principal, p.startLegacyCall(body, h), nil, s))
+		s.Final(p.awaitLegacy(ctx, m, body, principal, p.startLegacyCall(principal, body, h), nil, s))
 		return
 	}
 	resp, err := p.call(ctx, body, h, s)

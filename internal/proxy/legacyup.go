@@ -27,6 +27,7 @@ import (
 
 	"github.com/mrtr-wasm/mrtr-wasm/host"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/mcphttp"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/upstream"
 )
 
 // pendingTTL bounds how long an upstream request waits for its round's
@@ -48,6 +49,8 @@ type legacyCall struct {
 	events chan upEvent
 	cancel context.CancelFunc
 	h      http.Header
+	// principal the call is made for (its child, for a per-principal upstream)
+	principal string
 	// the upstream's open request, while a round waits for its retry
 	mu     sync.Mutex
 	reqID  json.RawMessage
@@ -72,9 +75,9 @@ func (p *Proxy) legacyUpstream() bool {
 // startLegacyCall sends msg upstream on a context of its own (the call
 // outlives the client's request while a round waits) and streams what
 // comes back.
-func (p *Proxy) startLegacyCall(msg []byte, h http.Header) *legacyCall {
-	ctx, cancel := context.WithTimeout(context.Background(), pendingTTL+time.Minute)
-	lc := &legacyCall{events: make(chan upEvent, 16), cancel: cancel, h: h}
+func (p *Proxy) startLegacyCall(principal string, msg []byte, h http.Header) *legacyCall {
+	ctx, cancel := context.WithTimeout(upstream.WithPrincipal(context.Background(), principal), pendingTTL+time.Minute)
+	lc := &legacyCall{events: make(chan upEvent, 16), cancel: cancel, h: h, principal: principal}
 	go func() {
 		defer cancel()
 		resp, err := p.cfg.Upstream.Call(ctx, msg, h, func(raw []byte) error {
@@ -207,7 +210,7 @@ func (lc *legacyCall) answer(ctx context.Context, p *Proxy, result string, decli
 	} else {
 		msg = `{"jsonrpc":"2.0","id":` + string(id) + `,"result":` + result + `}`
 	}
-	if err := p.cfg.Upstream.Send(ctx, []byte(msg), lc.h); err != nil {
+	if err := p.cfg.Upstream.Send(upstream.WithPrincipal(ctx, lc.principal), []byte(msg), lc.h); err != nil {
 		p.log.Warn("legacy upstream: the answer to its request could not be sent", "method", method, "error", errText(err))
 	}
 }
