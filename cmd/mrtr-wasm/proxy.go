@@ -59,6 +59,8 @@ type proxyOptions struct {
 	forwardPrincipal string
 	passToken        bool
 	command          []string
+	maxChildren      int
+	childIdle        time.Duration
 }
 
 func parseProxy(args []string, stderr io.Writer) (*proxyOptions, error) {
@@ -80,6 +82,8 @@ func parseProxy(args []string, stderr io.Writer) (*proxyOptions, error) {
 	fs.Int64Var(&o.upstreamMaxBody, "upstream-max-body", 8<<20, "largest upstream answer (or stream event) in bytes")
 	fs.BoolVar(&o.passToken, "upstream-pass-token", false, "send the client's own bearer token to an HTTP upstream (off: the upstream never sees it; its audience is this proxy, so the upstream must accept that)")
 	fs.StringVar(&o.forwardPrincipal, "forward-principal", "", "header that carries the authenticated principal to an HTTP upstream (opt-in; the client's own token is never forwarded)")
+	fs.IntVar(&o.maxChildren, "max-children", 16, "most stdio children at once when the child speaks the 2025 era (one per principal, so users never share its session state)")
+	fs.DurationVar(&o.childIdle, "child-idle", 10*time.Minute, "stop a principal's stdio child after this long without a call")
 	fs.Var(&o.upstreamEnv, "upstream-env", "NAME=VALUE for a stdio child's environment (repeatable; the child gets a clean environment)")
 	fs.Var(&o.upstreamEnvPass, "upstream-env-pass", "NAME of the proxy's environment passed to a stdio child (repeatable)")
 	rest, err := parseFlags(fs, args)
@@ -250,7 +254,7 @@ func runProxyServer(ctx context.Context, o *proxyOptions, stdin io.Reader, stdou
 		log.Warn("no --oauth-issuer or --auth-tokens: every caller is the principal \"anonymous\" and nobody can be told apart")
 	}
 	px, err := proxy.New(proxy.Config{Guard: guard, Upstream: up, Auth: authn, PassToken: o.passToken, ForwardPrincipal: o.forwardPrincipal,
-		Logger: log, Telemetry: tel})
+		Logger: log, Telemetry: tel, SessionIdle: o.sessionIdle, MaxSessions: o.maxSessions})
 	if err != nil {
 		return err
 	}

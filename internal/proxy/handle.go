@@ -27,6 +27,7 @@ func canAsk(method string) bool {
 // everything goes to the upstream as is, except an input round. h are the
 // headers for the upstream.
 func (p *Proxy) Handle(ctx context.Context, m *mcphttp.Message, body []byte, h http.Header, principal string, s Sink) {
+	ctx = upstream.WithPrincipal(ctx, principal)
 	if p.cfg.Telemetry.Enabled() {
 		var span telemetry.Span
 		ctx, span = p.cfg.Telemetry.StartServer(ctx, m.Method, m.Target(), h, metaString(m, "traceparent"), metaString(m, "tracestate"))
@@ -34,6 +35,10 @@ func (p *Proxy) Handle(ctx context.Context, m *mcphttp.Message, body []byte, h h
 	}
 	if canAsk(m.Method) && m.IsRetry() {
 		p.resume(ctx, m, body, h, principal, s)
+		return
+	}
+	if canAsk(m.Method) && p.legacyUpstream() {
+		s.Final(p.awaitLegacy(ctx, m, body, principal, p.startLegacyCall(principal, body, h), nil, s))
 		return
 	}
 	resp, err := p.call(ctx, body, h, s)
@@ -219,6 +224,9 @@ func (p *Proxy) resume(ctx context.Context, m *mcphttp.Message, body []byte, h h
 	octx, ospan := p.cfg.Telemetry.StartStep(ctx, "guard once")
 	res, replay, err := p.cfg.Guard.OnceForward(octx, out, func(ectx context.Context) ([]byte, error) {
 		p.up.rounds.WithLabelValues("forwarded").Inc()
+		if key, ok := pendingKeyOf(out.Forward); ok && p.legacyUpstream() {
+			return p.continueLegacy(ectx, m, body, principal, key, out, s)
+		}
 		resp, err := p.call(ectx, out.Forward, h, s)
 		if err != nil {
 			return nil, err

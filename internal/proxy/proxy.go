@@ -13,11 +13,13 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/mrtr-wasm/mrtr-wasm/host"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/identity"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/legacy"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/mcphttp"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/server"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/telemetry"
@@ -46,6 +48,11 @@ type Config struct {
 	// ToolsTTL is how long the upstream's tools/list stays cached when it
 	// does not say (default 1 min).
 	ToolsTTL time.Duration
+	// SessionIdle closes a legacy (2025-era) client's session after this
+	// long without a request (default 10 min); MaxSessions caps live
+	// legacy sessions (default 1000).
+	SessionIdle time.Duration
+	MaxSessions int
 	// Telemetry traces each request, guard step and upstream call (nil: off).
 	Telemetry *telemetry.Telemetry
 }
@@ -58,6 +65,8 @@ type Proxy struct {
 	up      *upMetrics
 	tools   toolCache
 	upID    string
+	legacy  *legacyFront
+	pending pendingRounds // rounds of a legacy upstream waiting for their retry
 }
 
 type upMetrics struct {
@@ -100,6 +109,13 @@ func New(cfg Config) (*Proxy, error) {
 	}
 	cfg.Registry.MustRegister(p.up.calls, p.up.seconds, p.up.refused, p.up.rounds)
 	p.tools.ttl = cfg.ToolsTTL
+	if p.cfg.SessionIdle <= 0 {
+		p.cfg.SessionIdle = 10 * time.Minute
+	}
+	if p.cfg.MaxSessions <= 0 {
+		p.cfg.MaxSessions = 1000
+	}
+	p.legacy = p.newLegacyFront()
 	return p, nil
 }
 
@@ -108,7 +124,14 @@ func (p *Proxy) Metrics() *server.Metrics { return p.metrics }
 
 // Handler serves /mcp, /healthz and /metrics.
 func (p *Proxy) Handler() http.Handler {
-	var mcpHandler http.Handler = http.HandlerFunc(p.serveMCP)
+	sessions := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return p.legacy.srv }, &mcp.StreamableHTTPOptions{
+		SessionTimeout: p.cfg.SessionIdle, MaxRequestBodyBytes: mcphttp.MaxBody,
+	})
+	var mcpHandler http.Handler = legacy.Router(http.HandlerFunc(p.serveMCP), &legacy.Sessions{
+		Handler: sessions, Server: p.legacy.srv, Max: p.cfg.MaxSessions,
+		Refused: p.metrics.LegacySessionsRefused.Inc,
+		Opening: func(r *http.Request) { p.refreshLegacyTools(r.Context()) },
+	}, mcphttp.MaxBody)
 	mux := http.NewServeMux()
 	if p.cfg.Auth != nil {
 		mcpHandler = p.cfg.Auth.Middleware(mcpHandler)

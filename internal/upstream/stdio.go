@@ -487,7 +487,7 @@ func (s *Stdio) handshake(ctx context.Context, c *child) error {
 	}
 	legacy := false
 	if _, isErr := res.get("error"); isErr {
-		init := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":%q,"capabilities":{},"clientInfo":%s}}`, legacyVersion, info)
+		init := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":%q,"capabilities":{"elicitation":{"form":{},"url":{}},"sampling":{}},"clientInfo":%s}}`, legacyVersion, info)
 		if res, err = c.roundTrip(ctx, init, ""); err != nil {
 			return s.startError(ctx, c, "initialize", err)
 		}

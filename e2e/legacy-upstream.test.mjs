@@ -1,0 +1,187 @@
+// Servers of the 2025-11-25 era behind `mrtr-wasm proxy`, as stdio
+// children, with a 2026-07-28 client: the official server-everything and
+// server-filesystem (2026.8.31, SDK 1.x). server-everything asks with a
+// server-to-client elicitation/create in the middle of a call; the proxy
+// turns it into a sealed input_required round. Run by e2e/legacy.sh.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync, mkdirSync, rmSync, readFileSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const BIN = process.env.MRTR_BIN;
+const ALICE = 'tok-alice-upstream-9d1c4e';
+const BOB = 'tok-bob-upstream-3a7f20';
+const here = dirname(fileURLToPath(import.meta.url));
+const work = mkdtempSync(join(tmpdir(), 'mrtr-legacy-up-'));
+const procs = [];
+
+async function startProxy(child, flags = []) {
+  const port = 20000 + Math.floor(Math.random() * 30000);
+  let logs = '';
+  const p = spawn(BIN, ['proxy', '--addr', `127.0.0.1:${port}`, '--auth-tokens', join(work, 'tokens.json'),
+    '--log-format', 'text', ...flags, '--', process.execPath, ...child], { stdio: ['ignore', 'ignore', 'pipe'] });
+  p.stderr.on('data', (d) => { logs += d; });
+  procs.push(p);
+  const base = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 600; i++) {
+    try { if ((await fetch(`${base}/healthz`)).ok) return { base, logs: () => logs }; } catch { /* not up yet */ }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error('the proxy did not become healthy:\n' + logs);
+}
+
+let everything, filesystem, asker, root;
+const askerLog = join(work, 'asker.log');
+before(async () => {
+  assert.ok(BIN, 'set MRTR_BIN to a built mrtr-wasm (e2e/legacy.sh does)');
+  writeFileSync(join(work, 'tokens.json'), JSON.stringify({ [ALICE]: 'alice', [BOB]: 'bob' }), { mode: 0o600 });
+  root = join(work, 'root');
+  mkdirSync(join(root, 'notes'), { recursive: true });
+  writeFileSync(join(root, 'notes', 'hello.txt'), 'hello from the proxy test\n');
+  everything = await startProxy([join(here, 'node_modules/@modelcontextprotocol/server-everything/dist/index.js'), 'stdio']);
+  filesystem = await startProxy([join(here, 'node_modules/@modelcontextprotocol/server-filesystem/dist/index.js'), root]);
+  process.env.LEGACY_SERVER_LOG = askerLog;
+  asker = await startProxy([join(here, 'legacy-server.mjs')], ['--upstream-env-pass', 'LEGACY_SERVER_LOG']);
+});
+
+after(async () => {
+  for (const p of procs) {
+    p.kill('SIGTERM');
+    await new Promise((r) => p.once('exit', r));
+  }
+  rmSync(work, { recursive: true, force: true });
+});
+
+let rpcID = 0;
+async function rpc(base, token, method, params, name) {
+  const body = {
+    jsonrpc: '2.0', id: ++rpcID, method,
+    params: {
+      _meta: {
+        'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+        'io.modelcontextprotocol/clientCapabilities': { elicitation: { form: {}, url: {} } },
+      },
+      ...params,
+    },
+  };
+  const headers = {
+    'Content-Type': 'application/json', Accept: 'application/json, text/event-stream',
+    'MCP-Protocol-Version': '2026-07-28', 'Mcp-Method': method, Authorization: `Bearer ${token}`,
+  };
+  if (name) headers['Mcp-Name'] = name;
+  const res = await fetch(`${base}/mcp`, { method: 'POST', headers, body: JSON.stringify(body) });
+  let text = await res.text();
+  if ((res.headers.get('content-type') || '').startsWith('text/event-stream')) {
+    text = text.split('\n').filter((l) => l.startsWith('data: ')).pop().slice(6);
+  }
+  const m = JSON.parse(text);
+  assert.equal(m.id, body.id, 'the answer carries the request id');
+  return m;
+}
+const call = (base, token, name, extra = {}) => rpc(base, token, 'tools/call', { name, arguments: {}, ...extra }, name);
+
+test('server-everything: its elicitation becomes a sealed round; wrong answers re-asked, forged ones refused', async () => {
+  const tool = 'trigger-elicitation-request';
+  const r1 = await call(everything.base, ALICE, tool);
+  assert.equal(r1.result.resultType, 'input_required', JSON.stringify(r1));
+  const ask = r1.result.inputRequests.elicitation;
+  assert.equal(ask.method, 'elicitation/create');
+  assert.match(ask.params.requestedSchema.properties.integer.description, /phone number, pin/,
+    'the field that says "do not give us your pin" is not a secret-asking field and reaches the client');
+  assert.match(r1.result.requestState, /^v4\.local\./, 'the client sees only the proxy\'s sealed state');
+
+  // An out-of-range integer is asked again by the proxy, naming the field.
+  const bad = { elicitation: { action: 'accept', content: { name: 'Ada', integer: 150 } } };
+  const r2 = await call(everything.base, ALICE, tool, { requestState: r1.result.requestState, inputResponses: bad });
+  assert.equal(r2.result.resultType, 'input_required');
+  assert.match(r2.result.inputRequests.elicitation.params.message, /Integer/);
+
+  // Tampered, or another principal's: -32602, and the round stays open.
+  const s = r2.result.requestState;
+  const mid = Math.floor(s.length / 2);
+  const tampered = s.slice(0, mid) + (s[mid] === 'A' ? 'B' : 'A') + s.slice(mid + 1);
+  const good = { elicitation: { action: 'accept', content: { name: 'Ada', integer: 7 } } };
+  const t = await call(everything.base, ALICE, tool, { requestState: tampered, inputResponses: good });
+  assert.equal(t.error?.code, -32602, JSON.stringify(t));
+  const b = await call(everything.base, BOB, tool, { requestState: s, inputResponses: good });
+  assert.equal(b.error?.code, -32602, JSON.stringify(b));
+
+  // The valid answer reaches the upstream's open request and comes back in its result.
+  const r3 = await call(everything.base, ALICE, tool, { requestState: s, inputResponses: good });
+  assert.ok(r3.result, JSON.stringify(r3));
+  const text = r3.result.content.map((c) => c.text).join('\n');
+  assert.match(text, /Favorite Integer: 7/, text);
+  assert.doesNotMatch(text, /150/, 'the rejected answer never reached the upstream');
+
+  // Replaying the final retry returns the stored result; the upstream request is not answered twice.
+  const r4 = await call(everything.base, ALICE, tool, { requestState: s, inputResponses: good });
+  assert.deepEqual(r4.result, r3.result);
+});
+
+test('server-everything: its URL-mode elicitation works through the proxy', async () => {
+  const tool = 'trigger-url-elicitation';
+  const args = { url: 'https://example.com/connect/calendar' };
+  const r1 = await call(everything.base, ALICE, tool, { arguments: args });
+  assert.equal(r1.result.resultType, 'input_required', JSON.stringify(r1));
+  const ask = r1.result.inputRequests.elicitation;
+  assert.equal(ask.params.mode, 'url');
+  const r2 = await call(everything.base, ALICE, tool, { arguments: args, requestState: r1.result.requestState, inputResponses: { elicitation: { action: 'accept' } } });
+  assert.ok(r2.result && !r2.error, JSON.stringify(r2));
+  assert.notEqual(r2.result.resultType, 'input_required');
+});
+
+test('server-filesystem: its tools work through the proxy', async () => {
+  const list = await rpc(filesystem.base, ALICE, 'tools/list', {});
+  const names = list.result.tools.map((t) => t.name);
+  assert.ok(names.includes('read_text_file') || names.includes('read_file'), names.join(','));
+  const read = names.includes('read_text_file') ? 'read_text_file' : 'read_file';
+  const r = await call(filesystem.base, ALICE, read, { arguments: { path: join(root, 'notes', 'hello.txt') } });
+  assert.match(r.result.content[0].text, /hello from the proxy test/, JSON.stringify(r));
+  const dir = await call(filesystem.base, ALICE, 'list_directory', { arguments: { path: join(root, 'notes') } });
+  assert.match(dir.result.content[0].text, /hello\.txt/);
+});
+
+test('a legacy server that asks for a password in a form: declined upstream, the client told why', async () => {
+  const r = await call(asker.base, ALICE, 'sign_in');
+  assert.equal(r.result?.isError, true, JSON.stringify(r));
+  const text = r.result.content[0].text;
+  assert.match(text, /password/, 'the error names the field');
+  assert.match(text, /URL mode/, 'and tells the author what to do');
+  for (let i = 0; i < 100 && !(existsSync(askerLog) && readFileSync(askerLog, 'utf8')); i++) {
+    await new Promise((res) => setTimeout(res, 100));
+  }
+  assert.equal(readFileSync(askerLog, 'utf8'), 'decline\n', 'the upstream heard decline');
+});
+
+test('a 2025-11-25 client (SDK 1.32.2) meets server-everything through the proxy: relayed after the lint, answers checked first', async () => {
+  const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
+  const { StreamableHTTPClientTransport } = await import('@modelcontextprotocol/sdk/client/streamableHttp.js');
+  const { ElicitRequestSchema } = await import('@modelcontextprotocol/sdk/types.js');
+  const client = new Client({ name: 'sdk-1.32.2-through-proxy', version: '1' }, { capabilities: { elicitation: { form: {} } } });
+  const asked = [];
+  client.setRequestHandler(ElicitRequestSchema, async (req) => {
+    asked.push(req.params.message);
+    return { action: 'accept', content: { name: 'Ada', integer: asked.length === 1 ? 150 : 7 } };
+  });
+  await client.connect(new StreamableHTTPClientTransport(new URL(`${everything.base}/mcp`), {
+    requestInit: { headers: { Authorization: `Bearer ${ALICE}` } },
+  }));
+  const r = await client.callTool({ name: 'trigger-elicitation-request', arguments: {} });
+  const text = r.content.map((c) => c.text).join('\n');
+  assert.match(text, /Favorite Integer: 7/, text);
+  assert.equal(asked.length, 2, 'asked twice: the out-of-range integer was asked again by the proxy');
+  assert.match(asked[1], /integer/i);
+  await client.close();
+});
+
+test('a legacy stdio server gets one child per principal', async () => {
+  const pid = async (tok) => (await call(asker.base, tok, 'pid')).result.content[0].text;
+  const a1 = await pid(ALICE);
+  const b1 = await pid(BOB);
+  const a2 = await pid(ALICE);
+  assert.equal(a1, a2, 'alice keeps her child');
+  assert.notEqual(a1, b1, 'bob never shares alice\'s child');
+});

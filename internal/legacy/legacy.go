@@ -1,0 +1,287 @@
+package legacy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// ProtocolVersion is the revision whose requests are stateless.
+const ProtocolVersion = "2026-07-28"
+
+// ProtocolVersions are the earlier revisions served on sessions.
+var ProtocolVersions = []string{"2025-11-25", "2025-06-18"}
+
+// CodeServerBusy is the JSON-RPC error for a refused new session.
+const CodeServerBusy = -32000
+
+// roundCap stops a tool that keeps asking whatever the guard's round
+// limit says (a tool that asks without the guard).
+const roundCap = 16
+
+// IsLegacy reports whether ss is a session opened by an initialize of an
+// earlier revision.
+func IsLegacy(ss *mcp.ServerSession) bool {
+	if ss == nil {
+		return false
+	}
+	ip := ss.InitializeParams()
+	return ip != nil && ip.ProtocolVersion < ProtocolVersion
+}
+
+// Capabilities states what the session's client declared at initialize
+// in the form a 2026-07-28 request carries in _meta.
+func Capabilities(ip *mcp.InitializeParams) json.RawMessage {
+	caps := map[string]any{}
+	if ip != nil && ip.Capabilities != nil {
+		c := ip.Capabilities
+		if e := c.Elicitation; e != nil {
+			el := map[string]any{}
+			if e.Form != nil || e.URL == nil { // an empty elicitation object means form (2025-06-18)
+				el["form"] = map[string]any{}
+			}
+			if e.URL != nil {
+				el["url"] = map[string]any{}
+			}
+			caps["elicitation"] = el
+		}
+		if c.Sampling != nil {
+			s := map[string]any{}
+			if c.Sampling.Tools != nil {
+				s["tools"] = map[string]any{}
+			}
+			caps["sampling"] = s
+		}
+		if c.RootsV2 != nil {
+			caps["roots"] = map[string]any{}
+		}
+	}
+	b, _ := json.Marshal(caps)
+	return b
+}
+
+// Call is one call of a tool: responses are the answers so far as the
+// client's JSON (nil on the first call), state the sealed requestState to
+// echo ("" on the first call).
+type Call func(ctx context.Context, responses json.RawMessage, state string) (*mcp.CallToolResult, error)
+
+// Observer hears how each round on a session went: "answered" or
+// "client_error".
+type Observer func(result string)
+
+// Run calls the tool until it completes: each InputRequiredResult is
+// fulfilled on the session and the tool called again with the answers and
+// its state. A client that cannot answer, or a tool that needs a kind the
+// client did not declare (-32021), gets an error result that says why.
+func Run(ctx context.Context, ss *mcp.ServerSession, log *slog.Logger, observe Observer, tool string, call Call) (*mcp.CallToolResult, error) {
+	var responses json.RawMessage
+	state := ""
+	for round := 0; ; round++ {
+		res, err := call(ctx, responses, state)
+		if err != nil {
+			var je *jsonrpc.Error
+			if errors.As(err, &je) && je.Code == -32021 {
+				return errorResult("This tool needs to ask you something, and your client did not declare the capability for it (" + je.Message + ")."), nil
+			}
+			return nil, err
+		}
+		if res == nil || res.InputRequests == nil {
+			return res, nil
+		}
+		if round >= roundCap {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the tool kept asking past the round limit"}
+		}
+		answers, err := fulfilChecked(ctx, ss, res.InputRequests)
+		if err != nil {
+			if observe != nil {
+				observe("client_error")
+			}
+			if log != nil {
+				log.Warn("legacy round not answered", "tool", tool, "error", err.Error())
+			}
+			return errorResult("The client did not answer this tool's question: " + err.Error()), nil
+		}
+		if observe != nil {
+			observe("answered")
+		}
+		// The answers as the SDK decoded them from the client's response:
+		// a session's responses are not captured as sent.
+		if responses, err = json.Marshal(answers); err != nil {
+			return nil, err
+		}
+		state = res.RequestState
+	}
+}
+
+func errorResult(text string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: text}}}
+}
+
+// sdkReasks bounds how often a form is asked again because the SDK's own
+// check of the answer against the form failed (the guard never saw it).
+const sdkReasks = 2
+
+// fulfilChecked is Fulfil, but a form answer that the SDK refuses before
+// the guard can see it (it checks answers against the form itself, and
+// drops the answer) is asked again naming the field, a bounded number of
+// times: the client gets the same treatment as from the guard.
+func fulfilChecked(ctx context.Context, ss *mcp.ServerSession, reqs mcp.InputRequestMap) (mcp.InputResponseMap, error) {
+	for try := 0; ; try++ {
+		out, err := Fulfil(ctx, ss, reqs)
+		field, ok := schemaMismatch(err)
+		if !ok || try >= sdkReasks {
+			return out, err
+		}
+		again := make(mcp.InputRequestMap, len(reqs))
+		for k, ir := range reqs {
+			if p, ok := ir.(*mcp.ElicitParams); ok {
+				cp := *p
+				cp.Message = p.Message + "\n\nPlease check: " + field + "."
+				ir = &cp
+			}
+			again[k] = ir
+		}
+		reqs = again
+	}
+}
+
+// schemaMismatch recognises the SDK's refusal of an elicitation answer
+// and names the field it points at.
+func schemaMismatch(err error) (string, bool) {
+	if err == nil {
+		return "", false
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, "does not match requested schema") {
+		return "", false
+	}
+	field := "your answers"
+	if _, rest, ok := strings.Cut(msg, "/properties/"); ok {
+		if name, _, ok := strings.Cut(rest, ":"); ok && name != "" {
+			field = name
+		}
+	}
+	return field, true
+}
+
+// Fulfil sends each input request to the client on its session, one at a
+// time (a person answers one form after another).
+func Fulfil(ctx context.Context, ss *mcp.ServerSession, reqs mcp.InputRequestMap) (mcp.InputResponseMap, error) {
+	out := make(mcp.InputResponseMap, len(reqs))
+	for k, ir := range reqs {
+		var (
+			resp mcp.InputResponse
+			err  error
+		)
+		switch p := ir.(type) {
+		case *mcp.ElicitParams:
+			resp, err = ss.Elicit(ctx, p)
+		case *mcp.CreateMessageParams:
+			resp, err = ss.CreateMessage(ctx, p)
+		case *mcp.CreateMessageWithToolsParams:
+			resp, err = ss.CreateMessageWithTools(ctx, p)
+		case *mcp.ListRootsParams:
+			resp, err = ss.ListRoots(ctx, p)
+		default:
+			err = fmt.Errorf("input request %q has a kind that cannot be sent on a session (%T)", k, ir)
+		}
+		if err != nil {
+			return nil, err
+		}
+		out[k] = resp
+	}
+	return out, nil
+}
+
+// Sessions is the stateful SDK handler for legacy sessions with a cap on
+// live ones.
+type Sessions struct {
+	Handler http.Handler
+	Server  *mcp.Server
+	Max     int
+	// Refused is called for each initialize refused at the cap.
+	Refused func()
+	// Opening is called before a new session's initialize is served.
+	Opening func(r *http.Request)
+}
+
+func (s *Sessions) live() int {
+	n := 0
+	for range s.Server.Sessions() {
+		n++
+	}
+	return n
+}
+
+// isLegacyRequest: a request that names a session, or an initialize
+// (which the 2026-07-28 revision does not have).
+func isLegacyRequest(r *http.Request, body []byte) bool {
+	if r.Header.Get("Mcp-Session-Id") != "" {
+		return true
+	}
+	if len(body) == 0 {
+		return false
+	}
+	var p struct {
+		Method string `json:"method"`
+	}
+	return json.Unmarshal(body, &p) == nil && p.Method == "initialize"
+}
+
+// Router sends legacy traffic to s and everything else to modern. maxBody
+// bounds the body it reads to tell them apart.
+func Router(modern http.Handler, s *Sessions, maxBody int64) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body []byte
+		if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {
+			b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+			if err != nil {
+				var mbe *http.MaxBytesError
+				if errors.As(err, &mbe) {
+					http.Error(w, fmt.Sprintf("request body exceeds %d bytes", maxBody), http.StatusRequestEntityTooLarge)
+					return
+				}
+				http.Error(w, "failed to read the body", http.StatusBadRequest)
+				return
+			}
+			body = b
+			r.Body = io.NopCloser(bytes.NewReader(b))
+		}
+		if !isLegacyRequest(r, body) {
+			modern.ServeHTTP(w, r)
+			return
+		}
+		if r.Header.Get("Mcp-Session-Id") == "" {
+			if s.live() >= s.Max {
+				if s.Refused != nil {
+					s.Refused()
+				}
+				var p struct {
+					ID json.RawMessage `json:"id"`
+				}
+				_ = json.Unmarshal(body, &p)
+				if len(p.ID) == 0 {
+					p.ID = json.RawMessage("null")
+				}
+				w.Header().Set("Content-Type", "application/json")
+				w.Header().Set("Retry-After", "5")
+				w.WriteHeader(http.StatusServiceUnavailable)
+				fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":"too many sessions: try again later"}}`, p.ID, CodeServerBusy)
+				return
+			}
+			if s.Opening != nil {
+				s.Opening(r)
+			}
+		}
+		s.Handler.ServeHTTP(w, r)
+	})
+}

@@ -1,0 +1,285 @@
+package proxy
+
+// A legacy upstream (a server that answered initialize, not
+// server/discover) asks for input with a server-to-client request in the
+// middle of a call. For a 2026-07-28 client the proxy turns that request
+// into an input_required round: the upstream's call stays open here, the
+// request is checked and sealed as any upstream round is (its upstream
+// state names the pending request: "pending:<key>", random and known only
+// to this instance), and the retry's answer, once the guard has validated
+// it, is the upstream request's response. A state that reaches another
+// instance, comes after a restart, or outlives its pending request gets a
+// clear "call again" error; a round nobody answers is answered "cancel"
+// when its state expires.
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/mrtr-wasm/mrtr-wasm/host"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/mcphttp"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/upstream"
+)
+
+// pendingTTL bounds how long an upstream request waits for its round's
+// retry (the state lives no longer by default).
+const pendingTTL = 5 * time.Minute
+
+const pendingPrefix = "pending:"
+
+// upEvent is what a legacy upstream call produces: messages before its
+// response, then the response (final) or the failure.
+type upEvent struct {
+	raw   []byte
+	final bool
+	err   error
+}
+
+// legacyCall is one upstream call in flight for a legacy upstream.
+type legacyCall struct {
+	events chan upEvent
+	cancel context.CancelFunc
+	h      http.Header
+	// principal the call is made for (its child, for a per-principal upstream)
+	principal string
+	// the upstream's open request, while a round waits for its retry
+	mu     sync.Mutex
+	reqID  json.RawMessage
+	method string
+	timer  *time.Timer
+}
+
+type pendingRounds struct{ m sync.Map } // key -> *legacyCall
+
+// legacyUpstream reports whether the upstream speaks an earlier revision.
+func (p *Proxy) legacyUpstream() bool {
+	d, ok := p.cfg.Upstream.(interface {
+		Discovery() (json.RawMessage, bool)
+	})
+	if !ok {
+		return false
+	}
+	_, legacy := d.Discovery()
+	return legacy
+}
+
+// startLegacyCall sends msg upstream on a context of its own (the call
+// outlives the client's request while a round waits) and streams what
+// comes back.
+func (p *Proxy) startLegacyCall(principal string, msg []byte, h http.Header) *legacyCall {
+	ctx, cancel := context.WithTimeout(upstream.WithPrincipal(context.Background(), principal), pendingTTL+time.Minute)
+	lc := &legacyCall{events: make(chan upEvent, 16), cancel: cancel, h: h, principal: principal}
+	go func() {
+		defer cancel()
+		resp, err := p.cfg.Upstream.Call(ctx, msg, h, func(raw []byte) error {
+			lc.events <- upEvent{raw: bytes.Clone(raw)}
+			return nil
+		})
+		lc.events <- upEvent{raw: resp, final: true, err: err}
+	}()
+	return lc
+}
+
+// inputKind maps a server-to-client request to an input request key.
+func inputKind(method string) (string, bool) {
+	switch method {
+	case "elicitation/create":
+		return "elicitation", true
+	case "sampling/createMessage":
+		return "sampling", true
+	case "roots/list":
+		return "roots", true
+	}
+	return "", false
+}
+
+// awaitLegacy waits for the call's next event on behalf of the client
+// request m: the response ends it; a server-to-client request becomes a
+// sealed round (after continues an earlier round). It returns the
+// client's answer.
+func (p *Proxy) awaitLegacy(ctx context.Context, m *mcphttp.Message, body []byte, principal string, lc *legacyCall, after *host.UpstreamOutcome, s Sink) []byte {
+	for {
+		var ev upEvent
+		select {
+		case ev = <-lc.events:
+		case <-ctx.Done():
+			lc.cancel()
+			return rpcError(m.ID, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the request ended before the upstream answered"})
+		}
+		if ev.final {
+			if ev.err != nil {
+				return p.upstreamError(m, ev.err)
+			}
+			return withID(ev.raw, m.ID)
+		}
+		var r struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params json.RawMessage `json:"params"`
+		}
+		if json.Unmarshal(ev.raw, &r) != nil || r.Method == "" {
+			continue
+		}
+		if len(r.ID) == 0 || string(r.ID) == "null" { // a notification: the client's while it waits
+			if s != nil {
+				_ = s.Notify(ev.raw)
+			}
+			continue
+		}
+		kind, ok := inputKind(r.Method)
+		if !ok {
+			p.refuseServerRequest(ctx, ev.raw, lc.h)
+			continue
+		}
+		key := newPendingKey()
+		params := toModernParams(r.Method, r.Params)
+		mb, _ := json.Marshal(r.Method)
+		sb, _ := json.Marshal(pendingPrefix + key)
+		resp := []byte(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"resultType":"input_required","inputRequests":{"` + kind +
+			`":{"method":` + string(mb) + `,"params":` + string(params) + `}},"requestState":` + string(sb) + `}}`)
+		lc.mu.Lock()
+		lc.reqID, lc.method = bytes.Clone(r.ID), r.Method
+		lc.timer = time.AfterFunc(pendingTTL, func() { p.expirePending(key) })
+		lc.mu.Unlock()
+		p.pending.m.Store(key, lc)
+		out := p.ask(ctx, m, body, principal, resp, after)
+		if !isInputRequired(out) {
+			// Refused (a secret-asking form, a kind the client lacks): the
+			// upstream hears decline, the client gets why.
+			if v, ok := p.pending.m.LoadAndDelete(key); ok {
+				v.(*legacyCall).answer(ctx, p, `{"action":"decline"}`, true)
+				go drain(v.(*legacyCall))
+			}
+		}
+		return out
+	}
+}
+
+// toModernParams turns a 2025-11-25 request's params into their
+// 2026-07-28 form: a URL elicitation's elicitationId is gone (the round's
+// requestState correlates it).
+func toModernParams(method string, params json.RawMessage) json.RawMessage {
+	if len(params) == 0 || string(params) == "null" {
+		return json.RawMessage("{}")
+	}
+	if method != "elicitation/create" || !bytes.Contains(params, []byte(`"elicitationId"`)) {
+		return params
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(params, &m) != nil {
+		return params
+	}
+	delete(m, "elicitationId")
+	b, err := json.Marshal(m)
+	if err != nil {
+		return params
+	}
+	return b
+}
+
+func newPendingKey() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// answer sends the response to the upstream's open request and clears it.
+func (lc *legacyCall) answer(ctx context.Context, p *Proxy, result string, decline bool) {
+	lc.mu.Lock()
+	id, method := lc.reqID, lc.method
+	lc.reqID = nil
+	if lc.timer != nil {
+		lc.timer.Stop()
+	}
+	lc.mu.Unlock()
+	if id == nil {
+		return
+	}
+	var msg string
+	if decline && method != "elicitation/create" {
+		msg = `{"jsonrpc":"2.0","id":` + string(id) + `,"error":{"code":-1,"message":"the request was not answered"}}`
+	} else {
+		msg = `{"jsonrpc":"2.0","id":` + string(id) + `,"result":` + result + `}`
+	}
+	if err := p.cfg.Upstream.Send(upstream.WithPrincipal(ctx, lc.principal), []byte(msg), lc.h); err != nil {
+		p.log.Warn("legacy upstream: the answer to its request could not be sent", "method", method, "error", errText(err))
+	}
+}
+
+// expirePending answers a round nobody retried with cancel and frees it.
+func (p *Proxy) expirePending(key string) {
+	v, ok := p.pending.m.LoadAndDelete(key)
+	if !ok {
+		return
+	}
+	lc := v.(*legacyCall)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	lc.answer(ctx, p, `{"action":"cancel"}`, true)
+	p.up.rounds.WithLabelValues("expired").Inc()
+	go drain(lc)
+}
+
+// drain reads what is left of a call nobody waits for.
+func drain(lc *legacyCall) {
+	for ev := range lc.events {
+		if ev.final {
+			return
+		}
+	}
+}
+
+// pendingKeyOf returns the key when a restored upstream state names a
+// pending request.
+func pendingKeyOf(forward []byte) (string, bool) {
+	var f struct {
+		Params struct {
+			RequestState string `json:"requestState"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(forward, &f) != nil {
+		return "", false
+	}
+	return strings.CutPrefix(f.Params.RequestState, pendingPrefix)
+}
+
+// errStartAgain: the pending request is gone.
+var errStartAgain = &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
+	Message: "this round's upstream request is no longer open (it expired, or the retry reached another proxy instance or came after a restart): call the tool again without requestState"}
+
+// continueLegacy delivers a validated retry's answer to the upstream's
+// open request and waits for what the upstream does next.
+func (p *Proxy) continueLegacy(ctx context.Context, m *mcphttp.Message, body []byte, principal string, key string, out *host.UpstreamOutcome, s Sink) ([]byte, error) {
+	v, ok := p.pending.m.LoadAndDelete(key)
+	if !ok {
+		return nil, errStartAgain
+	}
+	lc := v.(*legacyCall)
+	var f struct {
+		Params struct {
+			InputResponses map[string]json.RawMessage `json:"inputResponses"`
+		} `json:"params"`
+	}
+	if err := json.Unmarshal(out.Forward, &f); err != nil {
+		return nil, err
+	}
+	lc.mu.Lock()
+	kind, _ := inputKind(lc.method)
+	lc.mu.Unlock()
+	ans, ok := f.Params.InputResponses[kind]
+	if !ok {
+		p.pending.m.Store(key, lc)
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "inputResponses lacks " + kind}
+	}
+	lc.answer(ctx, p, string(ans), false)
+	return p.awaitLegacy(ctx, m, body, principal, lc, out, s), nil
+}

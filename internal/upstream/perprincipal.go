@@ -1,0 +1,211 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"sync"
+	"time"
+)
+
+type principalKey struct{}
+
+// WithPrincipal marks ctx with the principal a call is made for: a
+// PerPrincipal upstream gives each principal a child of its own.
+func WithPrincipal(ctx context.Context, principal string) context.Context {
+	return context.WithValue(ctx, principalKey{}, principal)
+}
+
+func principalOf(ctx context.Context) string {
+	p, _ := ctx.Value(principalKey{}).(string)
+	return p
+}
+
+// PerPrincipal is a stdio upstream with one supervised child per
+// principal when the child speaks an earlier revision (a 2026-07-28 child
+// keeps no session state, and one serves everybody), so two users never share a legacy server's session state (a
+// server of the 2025 era keeps per-session state: roots, subscriptions,
+// logging level, whatever the server keeps in memory). Children start on
+// demand, are stopped after Idle without a call, and at most Max run at
+// once (the least recently used idle one makes room; with none idle a new
+// principal gets CodeUnavailable). Calls made for no principal (the
+// proxy's own tools/list) share one child of their own.
+type PerPrincipal struct {
+	cfg  StdioConfig
+	max  int
+	idle time.Duration
+
+	mu       sync.Mutex
+	children map[string]*principalChild
+	probe    *Stdio // the first child: identity and era
+	closed   bool
+	stop     chan struct{}
+}
+
+type principalChild struct {
+	s        *Stdio
+	last     time.Time
+	inflight int
+}
+
+// NewPerPrincipal starts one child (for no principal) to learn the
+// upstream's era, then starts the others on demand.
+func NewPerPrincipal(ctx context.Context, cfg StdioConfig, max int, idle time.Duration) (*PerPrincipal, error) {
+	if max <= 0 {
+		max = 16
+	}
+	if idle <= 0 {
+		idle = 10 * time.Minute
+	}
+	first, err := NewStdio(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	p := &PerPrincipal{cfg: cfg, max: max, idle: idle, probe: first,
+		children: map[string]*principalChild{"": {s: first, last: time.Now()}}, stop: make(chan struct{})}
+	go p.reap()
+	return p, nil
+}
+
+func (p *PerPrincipal) reap() {
+	t := time.NewTicker(min(p.idle/4, 30*time.Second))
+	defer t.Stop()
+	for {
+		select {
+		case <-p.stop:
+			return
+		case <-t.C:
+		}
+		var gone []*Stdio
+		p.mu.Lock()
+		for k, c := range p.children {
+			if k != "" && c.inflight == 0 && time.Since(c.last) > p.idle {
+				gone = append(gone, c.s)
+				delete(p.children, k)
+			}
+		}
+		p.mu.Unlock()
+		for _, s := range gone {
+			_ = s.Close()
+		}
+	}
+}
+
+// get returns principal's child, starting it if need be; release must be
+// called when the call is over.
+func (p *PerPrincipal) get(ctx context.Context, principal string) (*Stdio, func(), error) {
+	if _, legacy := p.probe.Discovery(); !legacy {
+		// A 2026-07-28 server keeps no session state: one child serves all.
+		principal = ""
+	}
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil, nil, Errorf(CodeClosed, "the upstream is closed", nil)
+	}
+	if c, ok := p.children[principal]; ok {
+		c.inflight++
+		p.mu.Unlock()
+		return c.s, p.releaser(principal, c), nil
+	}
+	var evict *Stdio
+	if len(p.children)-1 >= p.max { // the no-principal child does not count
+		var lruKey string
+		var lru *principalChild
+		for k, c := range p.children {
+			if k != "" && c.inflight == 0 && (lru == nil || c.last.Before(lru.last)) {
+				lruKey, lru = k, c
+			}
+		}
+		if lru == nil {
+			p.mu.Unlock()
+			return nil, nil, Errorf(CodeUnavailable, "every upstream child (--max-children) is busy: try again shortly", nil)
+		}
+		delete(p.children, lruKey)
+		evict = lru.s
+	}
+	p.mu.Unlock()
+	if evict != nil {
+		_ = evict.Close()
+	}
+	s, err := NewStdio(ctx, p.cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	p.mu.Lock()
+	if c, ok := p.children[principal]; ok { // started meanwhile by another call
+		c.inflight++
+		p.mu.Unlock()
+		_ = s.Close()
+		return c.s, p.releaser(principal, c), nil
+	}
+	c := &principalChild{s: s, last: time.Now(), inflight: 1}
+	p.children[principal] = c
+	p.mu.Unlock()
+	return s, p.releaser(principal, c), nil
+}
+
+func (p *PerPrincipal) releaser(principal string, c *principalChild) func() {
+	return func() {
+		p.mu.Lock()
+		c.inflight--
+		c.last = time.Now()
+		p.mu.Unlock()
+	}
+}
+
+// Call sends msg to the child of the principal ctx names.
+func (p *PerPrincipal) Call(ctx context.Context, msg []byte, h http.Header, onMessage func(raw []byte) error) ([]byte, error) {
+	s, release, err := p.get(ctx, principalOf(ctx))
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	return s.Call(ctx, msg, h, onMessage)
+}
+
+// Send delivers msg to the child of the principal ctx names.
+func (p *PerPrincipal) Send(ctx context.Context, msg []byte, h http.Header) error {
+	s, release, err := p.get(ctx, principalOf(ctx))
+	if err != nil {
+		return err
+	}
+	defer release()
+	return s.Send(ctx, msg, h)
+}
+
+// ID is the command's id, whichever child serves.
+func (p *PerPrincipal) ID() string { return p.probe.ID() }
+
+// Discovery is what the first child answered.
+func (p *PerPrincipal) Discovery() (json.RawMessage, bool) { return p.probe.Discovery() }
+
+// Children is how many children run now (the no-principal one included).
+func (p *PerPrincipal) Children() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.children)
+}
+
+// Health follows the first child: the others run the same command.
+func (p *PerPrincipal) Health() error { return p.probe.Health() }
+
+// Close stops every child.
+func (p *PerPrincipal) Close() error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil
+	}
+	p.closed = true
+	close(p.stop)
+	all := p.children
+	p.children = nil
+	p.mu.Unlock()
+	var errs []error
+	for _, c := range all {
+		errs = append(errs, c.s.Close())
+	}
+	return errors.Join(errs...)
+}
