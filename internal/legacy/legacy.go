@@ -234,7 +234,14 @@ func isLegacyRequest(r *http.Request, body []byte) bool {
 	var p struct {
 		Method string `json:"method"`
 	}
-	return json.Unmarshal(body, &p) == nil && p.Method == "initialize"
+	if json.Unmarshal(body, &p) != nil || p.Method != "initialize" {
+		return false
+	}
+	// An initialize sent as 2026-07-28 (its version header says so) asks
+	// for a method that revision removed: the modern handler answers it
+	// 404 / -32601, as the spec and the conformance suite want.
+	v := r.Header.Get("MCP-Protocol-Version")
+	return v == "" || v < ProtocolVersion
 }
 
 // Router sends legacy traffic to s and everything else to modern. maxBody

@@ -5,8 +5,9 @@ package server
 // as a server-to-client request on that session. They are served by a
 // second, stateful SDK server with the same tools, each wrapped so that an
 // InputRequiredResult is fulfilled on the session and the tool is called
-// again with the answers and its sealed state: the same guard, the same
-// ledger, the same round limit as a 2026-07-28 client gets.
+// again with the answers and its sealed state (internal/legacy, shared
+// with the proxy): the same guard, the same ledger, the same round limit
+// as a 2026-07-28 client gets.
 
 import (
 	"bufio"
@@ -14,70 +15,23 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mrtr-wasm/mrtr-wasm/internal/legacy"
 )
 
 // LegacyProtocolVersions are the earlier revisions served on sessions.
-var LegacyProtocolVersions = []string{"2025-11-25", "2025-06-18"}
+var LegacyProtocolVersions = legacy.ProtocolVersions
 
 // Defaults for legacy sessions.
 const (
 	DefaultSessionIdle = 10 * time.Minute
 	DefaultMaxSessions = 1000
-	// legacyRoundCap stops a tool that keeps asking whatever the guard's
-	// round limit says (a tool that asks without the guard).
-	legacyRoundCap = 16
 )
-
-// CodeServerBusy is the JSON-RPC error for a refused new session.
-const CodeServerBusy = -32000
-
-// isLegacy reports whether ss is a session opened by a pre-2026-07-28
-// initialize.
-func isLegacy(ss *mcp.ServerSession) bool {
-	if ss == nil {
-		return false
-	}
-	ip := ss.InitializeParams()
-	return ip != nil && ip.ProtocolVersion < ProtocolVersion
-}
-
-// legacyCapabilities states what the session's client declared at
-// initialize in the form a 2026-07-28 request carries in _meta.
-func legacyCapabilities(ip *mcp.InitializeParams) map[string]any {
-	caps := map[string]any{}
-	if ip == nil || ip.Capabilities == nil {
-		return caps
-	}
-	c := ip.Capabilities
-	if e := c.Elicitation; e != nil {
-		el := map[string]any{}
-		if e.Form != nil || e.URL == nil { // an empty elicitation object means form (2025-06-18)
-			el["form"] = map[string]any{}
-		}
-		if e.URL != nil {
-			el["url"] = map[string]any{}
-		}
-		caps["elicitation"] = el
-	}
-	if c.Sampling != nil {
-		s := map[string]any{}
-		if c.Sampling.Tools != nil {
-			s["tools"] = map[string]any{}
-		}
-		caps["sampling"] = s
-	}
-	if c.RootsV2 != nil {
-		caps["roots"] = map[string]any{}
-	}
-	return caps
-}
 
 // legacyTool wraps a tool handler for legacy sessions: it answers the
 // tool's input requests on the session and calls the tool again, until the
@@ -85,181 +39,42 @@ func legacyCapabilities(ip *mcp.InitializeParams) map[string]any {
 // request it is the handler itself.
 func (s *Server) legacyTool(h mcp.ToolHandler) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		if !isLegacy(req.Session) {
+		if !legacy.IsLegacy(req.Session) {
 			return h(ctx, req)
 		}
 		p := *req.Params
-		caps, err := json.Marshal(legacyCapabilities(req.Session.InitializeParams()))
-		if err != nil {
-			return nil, err
-		}
+		caps := legacy.Capabilities(req.Session.InitializeParams())
 		args := p.Arguments
 		if len(args) == 0 {
 			args = json.RawMessage("null")
 		}
-		rc := &rawCall{arguments: args, capabilities: caps, inputResponses: json.RawMessage("null")}
-		p.InputResponses, p.RequestState = nil, ""
-		for round := 0; ; round++ {
+		observe := func(result string) { s.metrics.LegacyRounds.WithLabelValues(result).Inc() }
+		return legacy.Run(ctx, req.Session, s.log, observe, p.Name, func(ctx context.Context, responses json.RawMessage, state string) (*mcp.CallToolResult, error) {
 			// Each call of the tool gets a header map of its own, under
 			// which its arguments, capabilities and answers are filed for
 			// HostRequest (raw.go), as the 2026-07-28 wrappers file them.
-			extra := &mcp.RequestExtra{Header: http.Header{}}
+			extra := &mcp.RequestExtra{}
 			if req.Extra != nil {
 				*extra = *req.Extra
+			}
+			extra.Header = http.Header{}
+			if req.Extra != nil && req.Extra.Header != nil {
 				extra.Header = req.Extra.Header.Clone()
-				if extra.Header == nil {
-					extra.Header = http.Header{}
+			}
+			rc := &rawCall{arguments: args, capabilities: caps, inputResponses: json.RawMessage("null")}
+			cp := p
+			cp.InputResponses, cp.RequestState = nil, state
+			if responses != nil {
+				rc.inputResponses = responses
+				if err := json.Unmarshal(responses, &cp.InputResponses); err != nil {
+					return nil, err
 				}
 			}
-			done := fileHTTP(extra.Header, &rawCall{arguments: rc.arguments, capabilities: rc.capabilities, inputResponses: rc.inputResponses})
-			r := &mcp.CallToolRequest{Session: req.Session, Params: &p, Extra: extra}
-			res, err := h(ctx, r)
-			done()
-			if err != nil {
-				return legacyError(err)
-			}
-			if res == nil || res.InputRequests == nil {
-				return res, nil
-			}
-			if round >= legacyRoundCap {
-				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the tool kept asking past the round limit"}
-			}
-			responses, err := fulfil(ctx, req.Session, res.InputRequests)
-			if err != nil {
-				s.metrics.LegacyRounds.WithLabelValues("client_error").Inc()
-				s.log.Warn("legacy round not answered", "tool", p.Name, "error", err.Error())
-				return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{
-					Text: "The client did not answer this tool's question: " + err.Error()}}}, nil
-			}
-			s.metrics.LegacyRounds.WithLabelValues("answered").Inc()
-			// The answers as the SDK decoded them from the client's
-			// response (a session's responses are not captured as sent).
-			if rc.inputResponses, err = json.Marshal(responses); err != nil {
-				return nil, err
-			}
-			p.InputResponses, p.RequestState = responses, res.RequestState
-		}
+			done := fileHTTP(extra.Header, rc)
+			defer done()
+			return h(ctx, &mcp.CallToolRequest{Session: req.Session, Params: &cp, Extra: extra})
+		})
 	}
-}
-
-// legacyError turns the guard's -32021 (the client declared no such
-// kind) into a result a legacy client shows: its request cannot be asked
-// again with other capabilities on this session.
-func legacyError(err error) (*mcp.CallToolResult, error) {
-	var je *jsonrpc.Error
-	if errors.As(err, &je) && je.Code == -32021 {
-		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{
-			Text: "This tool needs to ask you something, and your client did not declare the capability for it (" + je.Message + ")."}}}, nil
-	}
-	return nil, err
-}
-
-// fulfil sends each input request to the client on its session, one at a
-// time (a person answers one form after another).
-func fulfil(ctx context.Context, ss *mcp.ServerSession, reqs mcp.InputRequestMap) (mcp.InputResponseMap, error) {
-	out := make(mcp.InputResponseMap, len(reqs))
-	for k, ir := range reqs {
-		var (
-			resp mcp.InputResponse
-			err  error
-		)
-		switch p := ir.(type) {
-		case *mcp.ElicitParams:
-			resp, err = ss.Elicit(ctx, p)
-		case *mcp.CreateMessageParams:
-			resp, err = ss.CreateMessage(ctx, p)
-		case *mcp.CreateMessageWithToolsParams:
-			resp, err = ss.CreateMessageWithTools(ctx, p)
-		case *mcp.ListRootsParams:
-			resp, err = ss.ListRoots(ctx, p)
-		default:
-			err = fmt.Errorf("input request %q has a kind this server cannot send on a session (%T)", k, ir)
-		}
-		if err != nil {
-			return nil, err
-		}
-		out[k] = resp
-	}
-	return out, nil
-}
-
-// legacyHTTP is the stateful SDK handler for legacy sessions, with a cap
-// on live sessions.
-type legacyHTTP struct {
-	sdk  http.Handler
-	srv  *mcp.Server
-	max  int
-	busy func()
-}
-
-func (l *legacyHTTP) live() int {
-	n := 0
-	for range l.srv.Sessions() {
-		n++
-	}
-	return n
-}
-
-// isLegacyRequest says whether an /mcp request belongs to a legacy
-// session: it names one, or it is an initialize (which the 2026-07-28
-// revision does not have).
-func isLegacyRequest(r *http.Request, body []byte) bool {
-	if r.Header.Get("Mcp-Session-Id") != "" {
-		return true
-	}
-	if len(body) == 0 {
-		return false
-	}
-	var p struct {
-		Method string `json:"method"`
-	}
-	if json.Unmarshal(body, &p) != nil || p.Method != "initialize" {
-		return false
-	}
-	// An initialize sent as 2026-07-28 (its version header says so) asks
-	// for a method that revision removed: the modern handler answers it
-	// 404 / -32601, as the spec and the conformance suite want.
-	v := r.Header.Get("MCP-Protocol-Version")
-	return v == "" || v < ProtocolVersion
-}
-
-// eraRouter sends legacy traffic to the session handler and everything
-// else to the 2026-07-28 one.
-func eraRouter(modern http.Handler, legacy *legacyHTTP) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var body []byte
-		if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {
-			b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
-			if err != nil {
-				var mbe *http.MaxBytesError
-				if errors.As(err, &mbe) {
-					http.Error(w, "request body exceeds 1 MiB", http.StatusRequestEntityTooLarge)
-					return
-				}
-				http.Error(w, "failed to read the body", http.StatusBadRequest)
-				return
-			}
-			body = b
-			r.Body = io.NopCloser(bytes.NewReader(b))
-		}
-		if !isLegacyRequest(r, body) {
-			modern.ServeHTTP(w, r)
-			return
-		}
-		if r.Header.Get("Mcp-Session-Id") == "" && legacy.live() >= legacy.max {
-			if legacy.busy != nil {
-				legacy.busy()
-			}
-			var p struct {
-				ID json.RawMessage `json:"id"`
-			}
-			_ = json.Unmarshal(body, &p)
-			w.Header().Set("Retry-After", "5")
-			writeRPCError(w, http.StatusServiceUnavailable, p.ID, &jsonrpc.Error{Code: CodeServerBusy, Message: "too many sessions: try again later"})
-			return
-		}
-		legacy.sdk.ServeHTTP(w, r)
-	})
 }
 
 // RunStdio serves one stdio client, in the era its first message picks:

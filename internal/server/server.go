@@ -17,6 +17,7 @@ import (
 	"github.com/mrtr-wasm/mrtr-wasm/host"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/crm"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/identity"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/legacy"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/mcphttp"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/telemetry"
 )
@@ -168,8 +169,8 @@ func (s *Server) Handler() http.Handler {
 		MaxRequestBodyBytes: MaxBody,
 		Logger:              sdkLogger(s.log),
 	})
-	var mcpHandler http.Handler = eraRouter(CheckRequests(sdk), &legacyHTTP{sdk: sessions, srv: s.legacy, max: s.cfg.MaxSessions,
-		busy: s.metrics.LegacySessionsRefused.Inc})
+	var mcpHandler http.Handler = legacy.Router(CheckRequests(sdk), &legacy.Sessions{Handler: sessions, Server: s.legacy, Max: s.cfg.MaxSessions,
+		Refused: s.metrics.LegacySessionsRefused.Inc}, MaxBody)
 	mux := http.NewServeMux()
 	if a := s.cfg.Auth; a != nil {
 		mcpHandler = a.Middleware(mcpHandler)
