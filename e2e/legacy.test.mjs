@@ -164,3 +164,50 @@ test('Inspector 2.12.0 web UI: the forms it renders book a call', async () => {
     await new Promise((r) => web.once('exit', r));
   }
 });
+
+// The same client through `mrtr-wasm proxy`, in front of a 2026-07-28
+// upstream (this serve): the proxy gives it a session, answers serve's
+// rounds on it, and asks a wrong email again itself.
+test('SDK 1.32.2 through the proxy in front of a 2026-07-28 server: one booking', async () => {
+  const port = 20000 + Math.floor(Math.random() * 30000);
+  let plogs = '';
+  const proxy = spawn(BIN, ['proxy', '--addr', `127.0.0.1:${port}`, '--auth-tokens', join(work, 'tokens.json'),
+    '--upstream', `${base}/mcp`, '--upstream-header', `Authorization: Bearer ${ALICE}`, '--log-format', 'text'],
+  { stdio: ['ignore', 'ignore', 'pipe'] });
+  proxy.stderr.on('data', (d) => { plogs += d; });
+  try {
+    const pbase = `http://127.0.0.1:${port}`;
+    let up = false;
+    for (let i = 0; i < 600 && !up; i++) {
+      try { up = (await fetch(`${pbase}/healthz`)).ok; } catch { /* not yet */ }
+      if (!up) await new Promise((r) => setTimeout(r, 250));
+    }
+    assert.ok(up, 'the proxy did not start:\n' + plogs);
+    const { client: direct } = await legacyClient(() => ({ action: 'cancel' }));
+    const before = await bookingCount(direct);
+
+    const client = new Client({ name: 'sdk-1.32.2-via-proxy', version: '1' }, { capabilities: { elicitation: { form: {} } } });
+    const asked = [];
+    client.setRequestHandler(ElicitRequestSchema, async (req) => {
+      asked.push(req.params);
+      if (asked.length === 1) return { action: 'accept', content: { name: 'Ada Proxy', email: 'not an email' } };
+      if (asked.length === 2) return { action: 'accept', content: { name: 'Ada Proxy', email: 'ada.proxy@example.com' } };
+      return { action: 'accept', content: { slot: firstSlot(req.params.requestedSchema), confirm: true } };
+    });
+    const transport = new StreamableHTTPClientTransport(new URL(`${pbase}/mcp`), {
+      requestInit: { headers: { Authorization: `Bearer ${ALICE}` } },
+    });
+    await client.connect(transport);
+    assert.ok(transport.sessionId, 'the proxy gave the legacy client a session');
+    const r = await client.callTool({ name: 'book_demo_call', arguments: { topic: 'via proxy' } });
+    assert.equal(r.structuredContent?.booked, true, JSON.stringify(r));
+    assert.equal(asked.length, 3, 'contact, contact again (asked by the proxy), slot');
+    assert.match(asked[1].message, /email/i);
+    assert.equal(await bookingCount(direct), before + 1, 'exactly one booking');
+    await client.close();
+    await direct.close();
+  } finally {
+    proxy.kill('SIGTERM');
+    await new Promise((r) => proxy.once('exit', r));
+  }
+});
