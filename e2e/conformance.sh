@@ -92,6 +92,24 @@ if [ -z "${fixture_passed:-}" ] || [ -z "${serve_passed:-}" ] || [ "$serve_passe
 	failed=$((failed + 1))
 fi
 
+# The 2025-11-25 requirement set against the same server: legacy clients
+# get sessions, and the elicitation scenarios that apply to a server pass
+# (elicitation through serve's session loop and the guard). Only
+# resources/subscribe and unsubscribe (not implemented) may fail.
+PATH="$node22:$PATH" NO_COLOR=1 ./node_modules/.bin/conformance server --url "http://127.0.0.1:$port/mcp" \
+	--requirements 2025-11-25 -o "$work/legacy-results" >"$work/legacy.txt" 2>&1 || true
+echo "2025-11-25 requirement set: $(grep -E '^Total:' "$work/legacy.txt" | tail -1)"
+for s in server-initialize tools-call-elicitation elicitation-sep1034-defaults elicitation-sep1330-enums tools-call-sampling; do
+	if ! grep -q "^✓ $s:" "$work/legacy.txt"; then
+		echo "FAIL 2025-11-25 $s" >&2
+		failed=$((failed + 1))
+	fi
+done
+if grep -E '^✗ ' "$work/legacy.txt" | grep -Ev '^✗ resources-(un)?subscribe:' >&2; then
+	echo "FAIL 2025-11-25: a scenario beyond resources/subscribe failed" >&2
+	failed=$((failed + 1))
+fi
+
 # The tampered state must be refused by the guard's state check for the
 # right reason: the MAC failed ("tampered"), never a spotted suffix.
 if ! grep '"tool":"test_input_required_result_tampered_state"' "$work/server.log" | grep '"code":"mrtr.state.invalid"' | grep -q '"reason":"tampered"'; then

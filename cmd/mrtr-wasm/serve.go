@@ -281,8 +281,8 @@ func runServer(ctx context.Context, o *serveOptions, stdin io.Reader, stdout, st
 			return err
 		}
 		defer fg.Close(context.Background())
-		cfg.Fixtures = func(s *mcp.Server, m *server.Metrics, log *slog.Logger) {
-			conformance.Register(s, server.TraceGuard(fg, tel), m, log)
+		cfg.Fixtures = func(s *mcp.Server, wrap func(mcp.ToolHandler) mcp.ToolHandler, m *server.Metrics, log *slog.Logger) {
+			conformance.Register(s, wrap, server.TraceGuard(fg, tel), m, log)
 		}
 		cfg.Options = func(o *mcp.ServerOptions) { o.CompletionHandler = conformance.Complete }
 		cfg.SSE = true

@@ -23,11 +23,13 @@ type Fixtures struct {
 // Register adds the fixture tools and the prompt to s. g should have no
 // deployment policy (the fixtures ask for sampling and roots, which the
 // demo policy refuses).
-func Register(s *mcp.Server, g server.Guard, m *server.Metrics, log *slog.Logger) {
+// wrap is applied to every guarded tool's handler (the legacy server's
+// session loop).
+func Register(s *mcp.Server, wrap func(mcp.ToolHandler) mcp.ToolHandler, g server.Guard, m *server.Metrics, log *slog.Logger) {
 	f := &Fixtures{g: server.Instrument(g, m), m: m, log: log}
 	noArgs := json.RawMessage(`{"type":"object","properties":{}}`)
 	add := func(name, desc string, h mcp.ToolHandler) {
-		s.AddTool(&mcp.Tool{Name: name, Description: desc, InputSchema: noArgs}, h)
+		s.AddTool(&mcp.Tool{Name: name, Description: desc, InputSchema: noArgs}, wrap(h))
 	}
 	add("test_input_required_result_elicitation", "Asks for the caller's name (form) and greets them.", f.elicitation)
 	add("test_input_required_result_sampling", "Asks the client's model a question (sampling).", f.sampling)
@@ -39,6 +41,7 @@ func Register(s *mcp.Server, g server.Guard, m *server.Metrics, log *slog.Logger
 	add("test_input_required_result_capabilities", "Asks only for the input kinds the client declared.", f.capabilities)
 	s.AddPrompt(&mcp.Prompt{Name: "test_input_required_result_prompt", Description: "A prompt that asks for context first."}, f.prompt)
 	registerEverything(s)
+	registerLegacyEra(s, wrap, f)
 }
 
 var (

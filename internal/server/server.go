@@ -56,7 +56,9 @@ type Config struct {
 	Registry *prometheus.Registry
 	// Fixtures, when set, registers more tools, prompts and resources (the
 	// conformance fixtures) on the same MCP server.
-	Fixtures func(s *mcp.Server, m *Metrics, log *slog.Logger)
+	// wrap is what each guarded tool handler must go through on s (the
+	// legacy server fulfils input rounds on the session).
+	Fixtures func(s *mcp.Server, wrap func(mcp.ToolHandler) mcp.ToolHandler, m *Metrics, log *slog.Logger)
 	// SSE answers every call on /mcp as an event stream, so that progress
 	// notifications reach the client (the conformance fixtures); by
 	// default a call is answered with one JSON object.
@@ -123,19 +125,23 @@ func New(cfg Config) (*Server, error) {
 		cfg.Options(opts)
 	}
 	s.mcp = mcp.NewServer(impl, opts)
-	s.legacy = mcp.NewServer(impl, &mcp.ServerOptions{
+	lopts := &mcp.ServerOptions{
 		Instructions:              instructions,
 		SupportedProtocolVersions: LegacyProtocolVersions,
 		Logger:                    sdkLogger(cfg.Logger),
-	})
+	}
+	if cfg.Options != nil {
+		cfg.Options(lopts)
+	}
+	s.legacy = mcp.NewServer(impl, lopts)
 	if cfg.Telemetry.Enabled() {
 		s.mcp.AddReceivingMiddleware(ServerSpans(cfg.Telemetry))
 		s.legacy.AddReceivingMiddleware(ServerSpans(cfg.Telemetry))
 	}
 	s.addDemoTools()
 	if cfg.Fixtures != nil {
-		cfg.Fixtures(s.mcp, m, cfg.Logger)
-		cfg.Fixtures(s.legacy, m, cfg.Logger)
+		cfg.Fixtures(s.mcp, func(h mcp.ToolHandler) mcp.ToolHandler { return h }, m, cfg.Logger)
+		cfg.Fixtures(s.legacy, s.legacyTool, m, cfg.Logger)
 	}
 	return s, nil
 }
