@@ -133,6 +133,13 @@ test('server-everything: its URL-mode elicitation works through the proxy', asyn
   assert.notEqual(r2.result.resultType, 'input_required');
 });
 
+test('server-everything: server/discover is answered from what it said at initialize', async () => {
+  const d = await rpc(everything.base, ALICE, 'server/discover', {});
+  assert.deepEqual(d.result.supportedVersions, ['2026-07-28'], JSON.stringify(d));
+  assert.equal(d.result.resultType, 'complete');
+  assert.ok(d.result.capabilities.tools, 'its tools capability');
+});
+
 test('server-filesystem: its tools work through the proxy', async () => {
   const list = await rpc(filesystem.base, ALICE, 'tools/list', {});
   const names = list.result.tools.map((t) => t.name);

@@ -37,6 +37,10 @@ func (p *Proxy) Handle(ctx context.Context, m *mcphttp.Message, body []byte, h h
 		p.resume(ctx, m, body, h, principal, s)
 		return
 	}
+	if m.Method == "server/discover" && p.legacyUpstream() {
+		s.Final(p.legacyDiscover(m))
+		return
+	}
 	if canAsk(m.Method) && p.legacyUpstream() {
 		s.Final(p.awaitLegacy(ctx, m, body, principal, p.startLegacyCall(principal, body, h), nil, s))
 		return

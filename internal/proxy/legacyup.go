@@ -283,3 +283,33 @@ func (p *Proxy) continueLegacy(ctx context.Context, m *mcphttp.Message, body []b
 	lc.answer(ctx, p, string(ans), false)
 	return p.awaitLegacy(ctx, m, body, principal, lc, out, s), nil
 }
+
+// legacyDiscover answers server/discover for an upstream that predates it,
+// from what it said at initialize: its capabilities and instructions, in
+// the revision the proxy speaks downstream.
+func (p *Proxy) legacyDiscover(m *mcphttp.Message) []byte {
+	d, _ := p.cfg.Upstream.(interface {
+		Discovery() (json.RawMessage, bool)
+	})
+	var init struct {
+		Capabilities json.RawMessage `json:"capabilities"`
+		Instructions string          `json:"instructions"`
+	}
+	if d != nil {
+		raw, _ := d.Discovery()
+		_ = json.Unmarshal(raw, &init)
+	}
+	caps := init.Capabilities
+	if len(caps) == 0 || string(caps) == "null" {
+		caps = json.RawMessage("{}")
+	}
+	res := map[string]any{
+		"resultType": "complete", "supportedVersions": []string{mcphttp.ProtocolVersion},
+		"capabilities": caps, "cacheScope": "public", "ttlMs": 60000,
+	}
+	if init.Instructions != "" {
+		res["instructions"] = init.Instructions
+	}
+	b, _ := json.Marshal(res)
+	return rpcResult(m.ID, b)
+}
