@@ -21,8 +21,9 @@ const procs = [];
 async function startProxy(child, flags = []) {
   const port = 20000 + Math.floor(Math.random() * 30000);
   let logs = '';
+  const upstreamArgs = child ? ['--', process.execPath, ...child] : [];
   const p = spawn(BIN, ['proxy', '--addr', `127.0.0.1:${port}`, '--auth-tokens', join(work, 'tokens.json'),
-    '--log-format', 'text', ...flags, '--', process.execPath, ...child], { stdio: ['ignore', 'ignore', 'pipe'] });
+    '--log-format', 'text', ...flags, ...upstreamArgs], { stdio: ['ignore', 'ignore', 'pipe'] });
   p.stderr.on('data', (d) => { logs += d; });
   procs.push(p);
   const base = `http://127.0.0.1:${port}`;
@@ -33,7 +34,7 @@ async function startProxy(child, flags = []) {
   throw new Error('the proxy did not become healthy:\n' + logs);
 }
 
-let everything, filesystem, asker, root;
+let everything, filesystem, asker, overHTTP, root;
 const askerLog = join(work, 'asker.log');
 before(async () => {
   assert.ok(BIN, 'set MRTR_BIN to a built mrtr-wasm (e2e/legacy.sh does)');
@@ -45,6 +46,15 @@ before(async () => {
   filesystem = await startProxy([join(here, 'node_modules/@modelcontextprotocol/server-filesystem/dist/index.js'), root]);
   process.env.LEGACY_SERVER_LOG = askerLog;
   asker = await startProxy([join(here, 'legacy-server.mjs')], ['--upstream-env-pass', 'LEGACY_SERVER_LOG']);
+  // server-everything over Streamable HTTP: a legacy HTTP upstream.
+  const uport = 20000 + Math.floor(Math.random() * 30000);
+  const up = spawn(process.execPath, [join(here, 'node_modules/@modelcontextprotocol/server-everything/dist/index.js'), 'streamableHttp'],
+    { env: { ...process.env, PORT: String(uport) }, stdio: ['ignore', 'ignore', 'pipe'] });
+  procs.push(up);
+  for (let i = 0; i < 200; i++) {
+    try { await fetch(`http://127.0.0.1:${uport}/mcp`, { method: 'GET' }); break; } catch { await new Promise((r) => setTimeout(r, 100)); }
+  }
+  overHTTP = await startProxy(null, ['--upstream', `http://127.0.0.1:${uport}/mcp`]);
 });
 
 after(async () => {
@@ -191,4 +201,19 @@ test('a legacy stdio server gets one child per principal', async () => {
   const a2 = await pid(ALICE);
   assert.equal(a1, a2, 'alice keeps her child');
   assert.notEqual(a1, b1, 'bob never shares alice\'s child');
+});
+
+test('server-everything over Streamable HTTP (2025-11-25): detected, a session per principal, its elicitation a sealed round', async () => {
+  assert.match(overHTTP.logs(), /answered the legacy initialize/);
+  const tool = 'trigger-elicitation-request';
+  for (const tok of [ALICE, BOB]) {
+    const r1 = await call(overHTTP.base, tok, tool);
+    assert.equal(r1.result?.resultType, 'input_required', JSON.stringify(r1));
+    const bad = { elicitation: { action: 'accept', content: { name: 'Ada', integer: 0 } } };
+    const r2 = await call(overHTTP.base, tok, tool, { requestState: r1.result.requestState, inputResponses: bad });
+    assert.equal(r2.result.resultType, 'input_required', 'an out-of-range integer is asked again by the proxy');
+    const good = { elicitation: { action: 'accept', content: { name: 'Ada', integer: 11 } } };
+    const r3 = await call(overHTTP.base, tok, tool, { requestState: r2.result.requestState, inputResponses: good });
+    assert.match(r3.result.content.map((c) => c.text).join('\n'), /Favorite Integer: 11/);
+  }
 });

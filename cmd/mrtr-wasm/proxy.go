@@ -172,7 +172,12 @@ func openUpstream(ctx context.Context, o *proxyOptions, log *slog.Logger) (upstr
 		if err != nil {
 			return nil, usageError{err}
 		}
-		return u, nil
+		// A server of the 2025 era gets an upstream session per principal.
+		up, err := upstream.DetectHTTP(ctx, u)
+		if _, legacy := up.(*upstream.LegacyHTTP); legacy {
+			log.Warn("the upstream does not answer server/discover; it answered the legacy initialize: one upstream session per principal", "upstream", u.ID())
+		}
+		return up, err
 	}
 	return openStdioUpstream(ctx, o, log)
 }

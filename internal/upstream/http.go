@@ -134,15 +134,27 @@ func (u *HTTP) Call(ctx context.Context, msg []byte, h http.Header, onMessage fu
 }
 
 func (u *HTTP) call(ctx context.Context, msg []byte, h http.Header, onMessage func(raw []byte) error) ([]byte, error) {
+	b, _, _, err := u.callHeader(ctx, msg, h, onMessage)
+	return b, err
+}
+
+// callHeader is call that also returns the response's headers (a legacy
+// upstream's Mcp-Session-Id).
+func (u *HTTP) callHeader(ctx context.Context, msg []byte, h http.Header, onMessage func(raw []byte) error) ([]byte, http.Header, int, error) {
 	req, err := u.newRequest(ctx, msg, h)
 	if err != nil {
-		return nil, err
+		return nil, nil, 0, err
 	}
 	resp, err := u.client.Do(req)
 	if err != nil {
-		return nil, transportError(ctx, err)
+		return nil, nil, 0, transportError(ctx, err)
 	}
 	defer resp.Body.Close()
+	b, err := u.readResponse(ctx, resp, onMessage)
+	return b, resp.Header, resp.StatusCode, err
+}
+
+func (u *HTTP) readResponse(ctx context.Context, resp *http.Response, onMessage func(raw []byte) error) ([]byte, error) {
 	if resp.StatusCode >= 500 {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		return nil, Errorf(CodeUnavailable, fmt.Sprintf("the upstream answered HTTP %d", resp.StatusCode), nil)
@@ -202,6 +214,9 @@ func (u *HTTP) readStream(ctx context.Context, body io.Reader, onMessage func(ra
 			}
 			msg := data
 			data, inData = nil, false
+			if len(bytes.TrimSpace(msg)) == 0 {
+				continue // a priming event (SEP-1699): an id and no data
+			}
 			if isResponse(msg) {
 				return msg, nil
 			}
