@@ -5,7 +5,7 @@
 // turns it into a sealed input_required round. Run by e2e/legacy.sh.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, execFileSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync, mkdirSync, rmSync, readFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
@@ -23,7 +23,7 @@ async function startProxy(child, flags = []) {
   let logs = '';
   const upstreamArgs = child ? ['--', process.execPath, ...child] : [];
   const p = spawn(BIN, ['proxy', '--addr', `127.0.0.1:${port}`, '--auth-tokens', join(work, 'tokens.json'),
-    '--log-format', 'text', ...flags, ...upstreamArgs], { stdio: ['ignore', 'ignore', 'pipe'] });
+    '--log-format', 'text', '--keys', join(work, 'keys'), ...flags, ...upstreamArgs], { stdio: ['ignore', 'ignore', 'pipe'] });
   p.stderr.on('data', (d) => { logs += d; });
   procs.push(p);
   const base = `http://127.0.0.1:${port}`;
@@ -34,15 +34,17 @@ async function startProxy(child, flags = []) {
   throw new Error('the proxy did not become healthy:\n' + logs);
 }
 
-let everything, filesystem, asker, overHTTP, root;
+let everything, everything2, filesystem, asker, overHTTP, root;
 const askerLog = join(work, 'asker.log');
 before(async () => {
   assert.ok(BIN, 'set MRTR_BIN to a built mrtr-wasm (e2e/legacy.sh does)');
   writeFileSync(join(work, 'tokens.json'), JSON.stringify({ [ALICE]: 'alice', [BOB]: 'bob' }), { mode: 0o600 });
+  execFileSync(BIN, ['keygen', '-o', join(work, 'keys')]);
   root = join(work, 'root');
   mkdirSync(join(root, 'notes'), { recursive: true });
   writeFileSync(join(root, 'notes', 'hello.txt'), 'hello from the proxy test\n');
   everything = await startProxy([join(here, 'node_modules/@modelcontextprotocol/server-everything/dist/index.js'), 'stdio']);
+  everything2 = await startProxy([join(here, 'node_modules/@modelcontextprotocol/server-everything/dist/index.js'), 'stdio']);
   filesystem = await startProxy([join(here, 'node_modules/@modelcontextprotocol/server-filesystem/dist/index.js'), root]);
   process.env.LEGACY_SERVER_LOG = askerLog;
   asker = await startProxy([join(here, 'legacy-server.mjs')], ['--upstream-env-pass', 'LEGACY_SERVER_LOG']);
@@ -216,4 +218,17 @@ test('server-everything over Streamable HTTP (2025-11-25): detected, a session p
     const r3 = await call(overHTTP.base, tok, tool, { requestState: r2.result.requestState, inputResponses: good });
     assert.match(r3.result.content.map((c) => c.text).join('\n'), /Favorite Integer: 11/);
   }
+});
+
+test('a round of a legacy upstream opened on one proxy cannot be finished on another: call again', async () => {
+  const tool = 'trigger-elicitation-request';
+  const r1 = await call(everything.base, ALICE, tool);
+  assert.equal(r1.result.resultType, 'input_required');
+  const good = { elicitation: { action: 'accept', content: { name: 'Ada', integer: 5 } } };
+  const r2 = await call(everything2.base, ALICE, tool, { requestState: r1.result.requestState, inputResponses: good });
+  assert.equal(r2.error?.code, -32602, JSON.stringify(r2));
+  assert.match(r2.error.message, /call the tool again/);
+  // The first proxy still finishes it.
+  const r3 = await call(everything.base, ALICE, tool, { requestState: r1.result.requestState, inputResponses: good });
+  assert.match(r3.result.content.map((c) => c.text).join('\n'), /Favorite Integer: 5/);
 });

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"time"
 
@@ -262,6 +263,10 @@ func (p *Proxy) resume(ctx context.Context, m *mcphttp.Message, body []byte, h h
 		p.metrics.Effects.WithLabelValues(m.Target(), "error").Inc()
 		if _, ok := upstream.AsError(err); ok {
 			s.Final(p.upstreamError(m, err))
+			return
+		}
+		if errors.Is(err, errStartAgain) {
+			s.Final(rpcError(m.ID, errStartAgain))
 			return
 		}
 		e, ok := host.AsError(err)
