@@ -29,6 +29,10 @@ type UpstreamCall struct {
 	// Method and Target are what Request says (the tool or prompt name,
 	// or the resource URI), for the policy.
 	Method, Target string
+	// Scopes and Claims are what the caller's access token grants and
+	// shows the policy (see Request).
+	Scopes []string
+	Claims json.RawMessage
 }
 
 // UpstreamRound is a sealed round of a proxy: the InputRequiredResult to
@@ -112,7 +116,7 @@ func (g *Guard) UpstreamAsk(ctx context.Context, c *UpstreamCall, response json.
 		if err != nil {
 			return nil, err
 		}
-		req := &Request{Principal: c.Principal, Method: c.Method, Target: c.Target}
+		req := &Request{Principal: c.Principal, Method: c.Method, Target: c.Target, Scopes: c.Scopes, Claims: c.Claims}
 		if err := g.policyAsk(ctx, req, inputs, &o); err != nil {
 			return nil, err
 		}
@@ -157,7 +161,7 @@ func (g *Guard) UpstreamResume(ctx context.Context, c *UpstreamCall) (*UpstreamO
 	if err != nil {
 		return nil, err
 	}
-	n, err := g.policyResume(ctx, &Request{Principal: c.Principal, Method: c.Method, Target: c.Target})
+	n, err := g.policyResume(ctx, &Request{Principal: c.Principal, Method: c.Method, Target: c.Target, Scopes: c.Scopes, Claims: c.Claims})
 	if err != nil {
 		return nil, err
 	}

@@ -9,9 +9,11 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/mrtr-wasm/mrtr-wasm/host"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/identity"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/mcphttp"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/telemetry"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/upstream"
@@ -115,8 +117,16 @@ func (p *Proxy) upstreamError(m *mcphttp.Message, err error) []byte {
 	return rpcError(m.ID, &jsonrpc.Error{Code: upstream.JSONRPCCode, Message: e.Message + " (" + e.Code + "; retry)", Data: e.Data()})
 }
 
-func (p *Proxy) upstreamCall(m *mcphttp.Message, body []byte, principal string) *host.UpstreamCall {
-	return &host.UpstreamCall{Principal: principal, Upstream: p.upID, Request: body, Method: m.Method, Target: m.Target()}
+func (p *Proxy) upstreamCall(ctx context.Context, m *mcphttp.Message, body []byte, principal string) *host.UpstreamCall {
+	c := &host.UpstreamCall{Principal: principal, Upstream: p.upID, Request: body, Method: m.Method, Target: m.Target()}
+	// The token's scopes and chosen claims, for the policy (as serve).
+	if id := identity.FromTokenInfo(auth.TokenInfoFromContext(ctx)); id != nil {
+		c.Scopes = id.Scopes
+		if len(id.Claims) > 0 {
+			c.Claims, _ = json.Marshal(id.Claims)
+		}
+	}
+	return c
 }
 
 // ask seals the upstream's InputRequiredResult resp and returns the
@@ -124,7 +134,7 @@ func (p *Proxy) upstreamCall(m *mcphttp.Message, body []byte, principal string) 
 func (p *Proxy) ask(ctx context.Context, m *mcphttp.Message, body []byte, principal string, resp []byte, after *host.UpstreamOutcome) []byte {
 	t := time.Now()
 	sctx, span := p.cfg.Telemetry.StartStep(ctx, "guard ask")
-	round, err := p.cfg.Guard.UpstreamAsk(sctx, p.upstreamCall(m, body, principal), resp, after)
+	round, err := p.cfg.Guard.UpstreamAsk(sctx, p.upstreamCall(ctx, m, body, principal), resp, after)
 	endStep(span, err)
 	p.metrics.GuardTime.WithLabelValues("ask").Observe(time.Since(t).Seconds())
 	if err != nil {
@@ -194,7 +204,7 @@ func (p *Proxy) refusedAsk(m *mcphttp.Message, err error) []byte {
 func (p *Proxy) resume(ctx context.Context, m *mcphttp.Message, body []byte, h http.Header, principal string, s Sink) {
 	t := time.Now()
 	sctx, span := p.cfg.Telemetry.StartStep(ctx, "guard resume")
-	out, err := p.cfg.Guard.UpstreamResume(sctx, p.upstreamCall(m, body, principal))
+	out, err := p.cfg.Guard.UpstreamResume(sctx, p.upstreamCall(ctx, m, body, principal))
 	if out != nil {
 		span.SetString("mrtr.outcome", string(out.Status))
 	}
