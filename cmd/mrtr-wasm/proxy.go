@@ -284,7 +284,14 @@ func runProxyServer(ctx context.Context, o *proxyOptions, stdin io.Reader, stdou
 	}
 	var runErr error
 	if o.stdio {
-		runErr = px.ServeStdio(ctx, stdin, stdout)
+		// A read of stdin does not end with ctx: on SIGTERM with the
+		// client's pipe still open, stop waiting for it.
+		stdioDone := make(chan error, 1)
+		go func() { stdioDone <- px.ServeStdio(ctx, stdin, stdout) }()
+		select {
+		case runErr = <-stdioDone:
+		case <-ctx.Done():
+		}
 	} else {
 		select {
 		case <-ctx.Done():
