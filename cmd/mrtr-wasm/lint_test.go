@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/testenv"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -227,6 +228,7 @@ const sarifSchemaFile = "../../e2e/node_modules/@microsoft/jest-sarif/lib/schema
 // validateSARIF checks a log against the SARIF 2.1.0 schema.
 func validateSARIF(t *testing.T, b []byte) {
 	t.Helper()
+	testenv.RequireFile(t, "the SARIF schema (e2e's npm packages)", sarifSchemaFile, "run `npm ci` in e2e/; ./test.sh does")
 	raw, err := os.ReadFile(sarifSchemaFile)
 	if err != nil {
 		t.Fatalf("the SARIF schema comes from e2e's npm packages: run `npm ci` in e2e/ (./test.sh does): %v", err)

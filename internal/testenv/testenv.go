@@ -115,3 +115,18 @@ func cmp(a, b string) string {
 	}
 	return b
 }
+
+// RequireFile skips t, with one line naming what is missing and how to
+// get it, unless path exists (npm packages the Go tests read, such as the
+// SARIF schema in e2e/node_modules); under MRTR_REQUIRE_SERVICES=1 it
+// fails t instead.
+func RequireFile(t testing.TB, what, path, fix string) {
+	t.Helper()
+	if _, err := os.Stat(path); err == nil {
+		return
+	}
+	if os.Getenv(RequireEnv) == "1" {
+		t.Fatalf("testenv: %s is missing (no %s; %s); %s=1 makes this a failure", what, path, fix, RequireEnv)
+	}
+	t.Skipf("testenv: skipped: %s is missing (no %s; %s)", what, path, fix)
+}
