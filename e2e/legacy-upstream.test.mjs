@@ -68,13 +68,13 @@ after(async () => {
 });
 
 let rpcID = 0;
-async function rpc(base, token, method, params, name) {
+async function rpc(base, token, method, params, name, caps = { elicitation: { form: {}, url: {} } }) {
   const body = {
     jsonrpc: '2.0', id: ++rpcID, method,
     params: {
       _meta: {
         'io.modelcontextprotocol/protocolVersion': '2026-07-28',
-        'io.modelcontextprotocol/clientCapabilities': { elicitation: { form: {}, url: {} } },
+        'io.modelcontextprotocol/clientCapabilities': caps,
       },
       ...params,
     },
@@ -231,4 +231,18 @@ test('a round of a legacy upstream opened on one proxy cannot be finished on ano
   // The first proxy still finishes it.
   const r3 = await call(everything.base, ALICE, tool, { requestState: r1.result.requestState, inputResponses: good });
   assert.match(r3.result.content.map((c) => c.text).join('\n'), /Favorite Integer: 5/);
+});
+
+test('server-everything: its sampling request becomes a sealed round; a client without sampling gets -32021', async () => {
+  const tool = 'trigger-sampling-request';
+  const args = { prompt: 'Say hello', maxTokens: 20 };
+  const noSampling = await rpc(everything.base, ALICE, 'tools/call', { name: tool, arguments: args }, tool);
+  assert.equal(noSampling.error?.code, -32021, JSON.stringify(noSampling));
+  const caps = { sampling: {} };
+  const r1 = await rpc(everything.base, ALICE, 'tools/call', { name: tool, arguments: args }, tool, caps);
+  assert.equal(r1.result?.resultType, 'input_required', JSON.stringify(r1));
+  assert.equal(r1.result.inputRequests.sampling.method, 'sampling/createMessage');
+  const answer = { sampling: { role: 'assistant', content: { type: 'text', text: 'hello from the test model' }, model: 'test-model', stopReason: 'endTurn' } };
+  const r2 = await rpc(everything.base, ALICE, 'tools/call', { name: tool, arguments: args, requestState: r1.result.requestState, inputResponses: answer }, tool, caps);
+  assert.match(JSON.stringify(r2.result), /hello from the test model/, JSON.stringify(r2));
 });

@@ -30,9 +30,9 @@ import (
 	"github.com/mrtr-wasm/mrtr-wasm/internal/upstream"
 )
 
-// pendingTTL bounds how long an upstream request waits for its round's
-// retry (the state lives no longer by default).
-const pendingTTL = 5 * time.Minute
+// defaultPendingTTL bounds how long an upstream request waits for its
+// round's retry (the state lives no longer by default).
+const defaultPendingTTL = 5 * time.Minute
 
 const pendingPrefix = "pending:"
 
@@ -76,7 +76,7 @@ func (p *Proxy) legacyUpstream() bool {
 // outlives the client's request while a round waits) and streams what
 // comes back.
 func (p *Proxy) startLegacyCall(principal string, msg []byte, h http.Header) *legacyCall {
-	ctx, cancel := context.WithTimeout(upstream.WithPrincipal(context.Background(), principal), pendingTTL+time.Minute)
+	ctx, cancel := context.WithTimeout(upstream.WithPrincipal(context.Background(), principal), p.cfg.PendingTTL+time.Minute)
 	lc := &legacyCall{events: make(chan upEvent, 16), cancel: cancel, h: h, principal: principal}
 	go func() {
 		defer cancel()
@@ -148,7 +148,7 @@ func (p *Proxy) awaitLegacy(ctx context.Context, m *mcphttp.Message, body []byte
 			`":{"method":` + string(mb) + `,"params":` + string(params) + `}},"requestState":` + string(sb) + `}}`)
 		lc.mu.Lock()
 		lc.reqID, lc.method = bytes.Clone(r.ID), r.Method
-		lc.timer = time.AfterFunc(pendingTTL, func() { p.expirePending(key) })
+		lc.timer = time.AfterFunc(p.cfg.PendingTTL, func() { p.expirePending(key) })
 		lc.mu.Unlock()
 		p.pending.m.Store(key, lc)
 		out := p.ask(ctx, m, body, principal, resp, after)

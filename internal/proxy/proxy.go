@@ -53,6 +53,10 @@ type Config struct {
 	// legacy sessions (default 1000).
 	SessionIdle time.Duration
 	MaxSessions int
+	// PendingTTL is how long a legacy upstream's open request waits for
+	// its round's retry before it is answered cancel (default 5 min, the
+	// default state TTL).
+	PendingTTL time.Duration
 	// Telemetry traces each request, guard step and upstream call (nil: off).
 	Telemetry *telemetry.Telemetry
 }
@@ -114,6 +118,12 @@ func New(cfg Config) (*Proxy, error) {
 	}
 	if p.cfg.MaxSessions <= 0 {
 		p.cfg.MaxSessions = 1000
+	}
+	if p.cfg.PendingTTL <= 0 {
+		p.cfg.PendingTTL = defaultPendingTTL
+	}
+	if p.cfg.PendingTTL <= 0 {
+		p.cfg.PendingTTL = defaultPendingTTL
 	}
 	p.legacy = p.newLegacyFront()
 	return p, nil
