@@ -22,7 +22,6 @@ import (
 	"github.com/mrtr-wasm/mrtr-wasm/internal/telemetry"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/upstream"
 	"github.com/mrtr-wasm/mrtr-wasm/ledger"
-	"github.com/mrtr-wasm/mrtr-wasm/policy"
 )
 
 const proxyUsage = `usage: mrtr-wasm proxy [flags] --upstream URL
@@ -192,26 +191,10 @@ func runProxyServer(ctx context.Context, o *proxyOptions, stdin io.Reader, stdou
 		return fmt.Errorf("--ledger: %w", err)
 	}
 	defer led.Close()
-	var popts []policy.Option
-	if o.policyData != "" {
-		popts = append(popts, policy.WithData(o.policyData))
-	}
-	var pol *policy.Engine
-	if o.policyDir != "" {
-		pol, err = policy.Load(ctx, o.policyDir, popts...)
-	} else {
-		pol, err = policy.Default(ctx, popts...)
-	}
+	pol, stopReload, err := loadDeployedPolicy(ctx, &o.serveOptions, log)
 	if err != nil {
-		return fmt.Errorf("--policy: %w", err)
+		return err
 	}
-	stopReload := pol.ReloadOnSIGHUP(ctx, func(err error) {
-		if err != nil {
-			log.Error("policy reload failed; the previous policy stays", "error", err.Error())
-		} else {
-			log.Info("policy reloaded", "revision", pol.Info().Revision)
-		}
-	})
 	defer stopReload()
 	tel, err := telemetry.Setup(ctx, "mrtr-wasm-proxy", version())
 	if err != nil {

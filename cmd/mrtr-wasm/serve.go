@@ -204,26 +204,10 @@ func runServer(ctx context.Context, o *serveOptions, stdin io.Reader, stdout, st
 	}
 	defer led.Close()
 
-	var popts []policy.Option
-	if o.policyData != "" {
-		popts = append(popts, policy.WithData(o.policyData))
-	}
-	var pol *policy.Engine
-	if o.policyDir != "" {
-		pol, err = policy.Load(ctx, o.policyDir, popts...)
-	} else {
-		pol, err = policy.Default(ctx, popts...)
-	}
+	pol, stopReload, err := loadDeployedPolicy(ctx, o, log)
 	if err != nil {
-		return fmt.Errorf("--policy: %w", err)
+		return err
 	}
-	stopReload := pol.ReloadOnSIGHUP(ctx, func(err error) {
-		if err != nil {
-			log.Error("policy reload failed; the previous policy stays", "error", err.Error())
-		} else {
-			log.Info("policy reloaded", "revision", pol.Info().Revision)
-		}
-	})
 	defer stopReload()
 
 	tel, err := telemetry.Setup(ctx, "mrtr-wasm", version())
@@ -411,3 +395,28 @@ func authKind(a *identity.Authenticator) string {
 }
 
 func version() string { return "0.1.0" }
+
+// loadDeployedPolicy loads --policy (or the shipped policies) with --policy-data
+// and reloads it on SIGHUP; stop ends the reloading.
+func loadDeployedPolicy(ctx context.Context, o *serveOptions, log *slog.Logger) (pol *policy.Engine, stop func(), err error) {
+	var popts []policy.Option
+	if o.policyData != "" {
+		popts = append(popts, policy.WithData(o.policyData))
+	}
+	if o.policyDir != "" {
+		pol, err = policy.Load(ctx, o.policyDir, popts...)
+	} else {
+		pol, err = policy.Default(ctx, popts...)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("--policy: %w", err)
+	}
+	stop = pol.ReloadOnSIGHUP(ctx, func(err error) {
+		if err != nil {
+			log.Error("policy reload failed; the previous policy stays", "error", err.Error())
+		} else {
+			log.Info("policy reloaded", "revision", pol.Info().Revision)
+		}
+	})
+	return pol, stop, nil
+}
