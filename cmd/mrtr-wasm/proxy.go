@@ -201,16 +201,10 @@ func runProxyServer(ctx context.Context, o *proxyOptions, stdin io.Reader, stdou
 		return fmt.Errorf("OpenTelemetry: %w", err)
 	}
 	defer shutdownTelemetry(tel, log)
-	engine := host.EngineWasm
-	if o.engine == "native" {
-		engine = host.EngineNative
-	}
-	gopts := []host.Option{
-		host.WithKeys(keys), host.WithAudience(o.audience), host.WithTTL(o.stateTTL),
-		host.WithLedger(led), host.WithEngine(engine), host.WithPolicy(server.TracePolicy(pol, tel)),
+	engine, gopts := guardOptions(&o.serveOptions, keys, led)
+	gopts = append(gopts, host.WithPolicy(server.TracePolicy(pol, tel)),
 		// An upstream's own requestState travels inside ours.
-		host.WithMaxStateBytes(64 << 10),
-	}
+		host.WithMaxStateBytes(64<<10))
 	if o.cacheDir != "" {
 		gopts = append(gopts, host.WithCompilationCache(o.cacheDir))
 	}

@@ -216,15 +216,8 @@ func runServer(ctx context.Context, o *serveOptions, stdin io.Reader, stdout, st
 	}
 	defer shutdownTelemetry(tel, log)
 
-	engine := host.EngineWasm
-	if o.engine == "native" {
-		engine = host.EngineNative
-	}
-	base := []host.Option{
-		host.WithKeys(keys), host.WithAudience(o.audience), host.WithTTL(o.stateTTL),
-		host.WithLedger(led), host.WithEngine(engine),
-		host.WithCompilationCache(o.cacheDir),
-	}
+	engine, base := guardOptions(o, keys, led)
+	base = append(base, host.WithCompilationCache(o.cacheDir))
 	base = append(base, testGuardOptions...)
 	guard, err := host.New(ctx, append(base, host.WithPolicy(server.TracePolicy(pol, tel)))...)
 	if err != nil {
@@ -419,4 +412,17 @@ func loadDeployedPolicy(ctx context.Context, o *serveOptions, log *slog.Logger) 
 		}
 	})
 	return pol, stop, nil
+}
+
+// guardOptions are the guard options serve and proxy share: keys,
+// audience, state TTL, ledger and engine (--engine).
+func guardOptions(o *serveOptions, keys *host.Keyring, led ledger.Ledger) (host.Engine, []host.Option) {
+	engine := host.EngineWasm
+	if o.engine == "native" {
+		engine = host.EngineNative
+	}
+	return engine, []host.Option{
+		host.WithKeys(keys), host.WithAudience(o.audience), host.WithTTL(o.stateTTL),
+		host.WithLedger(led), host.WithEngine(engine),
+	}
 }
