@@ -105,10 +105,16 @@ func Run(ctx context.Context, ss *mcp.ServerSession, log *slog.Logger, observe O
 			if observe != nil {
 				observe("client_error")
 			}
-			if log != nil {
-				log.Warn("legacy round not answered", "tool", tool, "error", err.Error())
+			// The SDK's refusal of an answer quotes the answer: name the
+			// field only, in the log and to the client.
+			why := err.Error()
+			if field, ok := schemaMismatch(err); ok {
+				why = "the answer for " + field + " did not fit the form"
 			}
-			return errorResult("The client did not answer this tool's question: " + err.Error()), nil
+			if log != nil {
+				log.Warn("legacy round not answered", "tool", tool, "error", why)
+			}
+			return errorResult("The client did not answer this tool's question: " + why), nil
 		}
 		if observe != nil {
 			observe("answered")

@@ -84,3 +84,4 @@ func TestRouter(t *testing.T) {
 		t.Fatalf("past the cap: hit %q, %d %s, refused %d", hit, w.Code, w.Body, refused)
 	}
 }
+
