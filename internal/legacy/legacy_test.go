@@ -84,4 +84,3 @@ func TestRouter(t *testing.T) {
 		t.Fatalf("past the cap: hit %q, %d %s, refused %d", hit, w.Code, w.Body, refused)
 	}
 }
-
