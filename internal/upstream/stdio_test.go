@@ -465,6 +465,11 @@ func TestStdioStderrRateLimited(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
+	// The reader logs what it dropped when the child's stderr ends, which
+	// may be just after Close returns.
+	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(l.text(), "lines dropped") && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
 	if n := l.count("upstream stderr"); n < 5 || n > 15 {
 		t.Fatalf("%d stderr lines logged, want about the burst of 10:\n%s", n, l.text())
 	}
