@@ -1,7 +1,6 @@
 package legacy
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,6 +12,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mrtr-wasm/mrtr-wasm/internal/mcphttp"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/rawjson"
 )
 
 // ProtocolVersion is the revision whose requests are stateless.
@@ -234,7 +236,7 @@ func isLegacyRequest(r *http.Request, body []byte) bool {
 	if r.Header.Get("Mcp-Session-Id") != "" {
 		return true
 	}
-	if len(body) == 0 {
+	if len(body) == 0 || !rawjson.MayContain(body, "initialize") {
 		return false
 	}
 	var p struct {
@@ -267,7 +269,7 @@ func Router(modern http.Handler, s *Sessions, maxBody int64) http.Handler {
 				return
 			}
 			body = b
-			r.Body = io.NopCloser(bytes.NewReader(b))
+			r.Body = mcphttp.NewBody(b)
 		}
 		if !isLegacyRequest(r, body) {
 			modern.ServeHTTP(w, r)
