@@ -1,0 +1,54 @@
+package host
+
+import (
+	"encoding/json"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestUpstreamInputsAsDecoded: the member-by-member read of an upstream's
+// input requests gives what encoding/json gives, and leaves what it cannot
+// read exactly to it.
+func TestUpstreamInputsAsDecoded(t *testing.T) {
+	decoded := func(resp string) []InputRequest {
+		var r struct {
+			Result struct {
+				InputRequests map[string]struct {
+					Method string          `json:"method"`
+					Params json.RawMessage `json:"params"`
+				} `json:"inputRequests"`
+			} `json:"result"`
+		}
+		if err := json.Unmarshal([]byte(resp), &r); err != nil {
+			return nil
+		}
+		var in []InputRequest
+		for k, v := range r.Result.InputRequests {
+			in = append(in, InputRequest{Key: k, Method: v.Method, Params: v.Params})
+		}
+		slices.SortFunc(in, func(a, b InputRequest) int { return strings.Compare(a.Key, b.Key) })
+		return in
+	}
+	for _, resp := range []string{
+		`{"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required","inputRequests":{"b":{"method":"elicitation/create","params":{"x":1}},"a":{"params":null,"method":"roots/list"}}}}`,
+		`{"id":1,"result":{"inputRequests":{"\u0062":{"method":"elicitation\/create"}}}}`,
+		`{"id":1,"Result":{"InputRequests":{"a":{"Method":"m","PARAMS":{}}}}}`,
+		`{"id":1,"result":{"inputRequests":{}}}`,
+		`{"id":1,"result":{}}`,
+		`{"id":1,"result":{"inputRequests":{"a":{"method":1}}}}`,
+	} {
+		got, err := upstreamInputs(json.RawMessage(resp))
+		want := decoded(resp)
+		if want == nil {
+			if err == nil && len(got) != 0 {
+				t.Errorf("%s: got %+v, want none", resp, got)
+			}
+			continue
+		}
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: got %+v %v, want %+v", resp, got, err, want)
+		}
+	}
+}
