@@ -3,12 +3,16 @@ package proxy
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -78,5 +82,147 @@ func TestLegacyClientThroughProxy(t *testing.T) {
 	}
 	if calls.Load() != 2 || booked.Load() != 1 {
 		t.Fatalf("upstream saw %d calls and booked %d times; want 2 and 1 (the re-ask never reaches it)", calls.Load(), booked.Load())
+	}
+}
+
+// TestLegacyClientPromptsResourcesThroughProxy: a 2025-11-25 client sees
+// the upstream's prompts, resources and resource templates at the proxy;
+// a prompt and a templated resource that ask with input_required are
+// fulfilled on its session; a URI the upstream does not know gets the
+// upstream's own error; progress and log messages sent before a tool's
+// answer reach the client (under its own token, at the level it set).
+func TestLegacyClientPromptsResourcesThroughProxy(t *testing.T) {
+	up := mcp.NewServer(&mcp.Implementation{Name: "unguarded", Version: "1"}, nil)
+	up.AddPrompt(&mcp.Prompt{Name: "greet", Arguments: []*mcp.PromptArgument{{Name: "who"}}},
+		func(_ context.Context, r *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			if r.Params.InputResponses == nil {
+				return &mcp.GetPromptResult{RequestState: "p1", InputRequests: mcp.InputRequestMap{
+					"tone": &mcp.ElicitParams{Message: "Which tone?", RequestedSchema: json.RawMessage(
+						`{"type":"object","properties":{"tone":{"type":"string","enum":["warm","dry"]}},"required":["tone"]}`)},
+				}}, nil
+			}
+			er, _ := r.Params.InputResponses["tone"].(*mcp.ElicitResult)
+			if r.Params.RequestState != "p1" || er == nil {
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "bad retry"}
+			}
+			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user",
+				Content: &mcp.TextContent{Text: "Hello " + r.Params.Arguments["who"] + ", in a " + er.Content["tone"].(string) + " tone"}}}}, nil
+		})
+	up.AddResource(&mcp.Resource{URI: "demo://note", Name: "note", MIMEType: "text/plain"},
+		func(_ context.Context, r *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: r.Params.URI, Text: "a note"}}}, nil
+		})
+	up.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "demo://item/{id}", Name: "item"},
+		func(_ context.Context, r *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			if r.Params.InputResponses == nil {
+				return &mcp.ReadResourceResult{RequestState: "r1", InputRequests: mcp.InputRequestMap{
+					"why": &mcp.ElicitParams{Message: "Why do you read it?", RequestedSchema: json.RawMessage(
+						`{"type":"object","properties":{"reason":{"type":"string"}},"required":["reason"]}`)},
+				}}, nil
+			}
+			er, _ := r.Params.InputResponses["why"].(*mcp.ElicitResult)
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: r.Params.URI, Text: r.Params.URI + " because " + er.Content["reason"].(string)}}}, nil
+		})
+	up.AddTool(&mcp.Tool{Name: "work", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, r *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			if tok := r.Params.GetProgressToken(); tok != nil {
+				_ = r.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: 1, Total: 2, Message: "halfway"})
+			}
+			_ = r.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "debug", Data: "too fine"})
+			_ = r.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "warning", Data: "working hard"})
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil
+		})
+	ups := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return up }, &mcp.StreamableHTTPOptions{Stateless: true}))
+	t.Cleanup(ups.Close)
+	base, _ := newProxy(t, newGuard(t), httpUpstream(t, ups.URL))
+
+	var mu sync.Mutex
+	var progress []string
+	var logs []string
+	c := mcp.NewClient(&mcp.Implementation{Name: "legacy", Version: "1"}, &mcp.ClientOptions{
+		Capabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}}},
+		ElicitationHandler: func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			if strings.Contains(r.Params.Message, "tone") {
+				return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"tone": "warm"}}, nil
+			}
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"reason": "an audit"}}, nil
+		},
+		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+			mu.Lock()
+			defer mu.Unlock()
+			progress = append(progress, fmt.Sprintf("%v %v/%v %s", r.Params.ProgressToken, r.Params.Progress, r.Params.Total, r.Params.Message))
+		},
+		LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) {
+			mu.Lock()
+			defer mu.Unlock()
+			logs = append(logs, fmt.Sprintf("%s %v", r.Params.Level, r.Params.Data))
+		},
+	})
+	ctx := context.Background()
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: base + "/mcp"}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	caps := cs.InitializeResult().Capabilities
+	if caps.Prompts == nil || caps.Resources == nil || caps.Tools == nil {
+		t.Fatalf("capabilities %+v: want tools, prompts and resources", caps)
+	}
+
+	pl, err := cs.ListPrompts(ctx, nil)
+	if err != nil || len(pl.Prompts) != 1 || pl.Prompts[0].Name != "greet" || len(pl.Prompts[0].Arguments) != 1 {
+		t.Fatalf("prompts/list: %v %+v", err, pl)
+	}
+	gp, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "greet", Arguments: map[string]string{"who": "Ada"}})
+	if err != nil || len(gp.Messages) != 1 || gp.Messages[0].Content.(*mcp.TextContent).Text != "Hello Ada, in a warm tone" {
+		t.Fatalf("prompts/get: %v %+v", err, gp)
+	}
+
+	rl, err := cs.ListResources(ctx, nil)
+	if err != nil || len(rl.Resources) != 1 || rl.Resources[0].URI != "demo://note" {
+		t.Fatalf("resources/list: %v %+v", err, rl)
+	}
+	tl, err := cs.ListResourceTemplates(ctx, nil)
+	if err != nil || len(tl.ResourceTemplates) != 1 || tl.ResourceTemplates[0].URITemplate != "demo://item/{id}" {
+		t.Fatalf("resources/templates/list: %v %+v", err, tl)
+	}
+	rr, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "demo://note"})
+	if err != nil || len(rr.Contents) != 1 || rr.Contents[0].Text != "a note" {
+		t.Fatalf("resources/read: %v %+v", err, rr)
+	}
+	rr, err = cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "demo://item/7"})
+	if err != nil || len(rr.Contents) != 1 || rr.Contents[0].Text != "demo://item/7 because an audit" {
+		t.Fatalf("resources/read of a template that asks: %v %+v", err, rr)
+	}
+	if _, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "other://nothing"}); err == nil {
+		t.Fatal("a URI the upstream does not know was read")
+	}
+
+	if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
+		t.Fatal(err)
+	}
+	params := &mcp.CallToolParams{Name: "work", Arguments: map[string]any{}}
+	params.SetProgressToken("tok-7")
+	res, err := cs.CallTool(ctx, params)
+	if err != nil || res.IsError || res.Content[0].(*mcp.TextContent).Text != "done" {
+		t.Fatalf("work: %v %+v", err, res)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		mu.Lock()
+		got := len(progress) >= 1 && len(logs) >= 1
+		mu.Unlock()
+		if got || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(progress) != 1 || progress[0] != "tok-7 1/2 halfway" {
+		t.Fatalf("progress relayed: %q", progress)
+	}
+	if len(logs) != 1 || logs[0] != "warning working hard" {
+		t.Fatalf("log messages relayed: %q (want the warning only: the client set info)", logs)
 	}
 }

@@ -140,7 +140,7 @@ func (p *Proxy) Handler() http.Handler {
 	var mcpHandler http.Handler = legacy.Router(http.HandlerFunc(p.serveMCP), &legacy.Sessions{
 		Handler: sessions, Server: p.legacy.srv, Max: p.cfg.MaxSessions,
 		Refused: p.metrics.LegacySessionsRefused.Inc,
-		Opening: func(r *http.Request) { p.refreshLegacyTools(r.Context()) },
+		Opening: func(r *http.Request) { p.refreshLegacy(r.Context()) },
 	}, mcphttp.MaxBody)
 	mux := http.NewServeMux()
 	if p.cfg.Auth != nil {
