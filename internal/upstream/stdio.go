@@ -70,8 +70,11 @@ type StdioConfig struct {
 	// request while not exactly one call is in flight (a request while one
 	// call is in flight goes to that call's onMessage). By default a
 	// notification is logged by method and a request is refused with
-	// RefuseServerRequest.
+	// RefuseServerRequest (RefuseOutsideCall for a legacy child).
 	Unrouted func(raw []byte)
+	// Roots declares the roots capability in a legacy child's initialize,
+	// so that it may ask roots/list during a call (off: see LegacyCapabilities).
+	Roots bool
 }
 
 // ProtocolVersion is the MCP revision the proxy speaks to a child first.
@@ -487,7 +490,7 @@ func (s *Stdio) handshake(ctx context.Context, c *child) error {
 	}
 	legacy := false
 	if _, isErr := res.get("error"); isErr {
-		init := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":%q,"capabilities":{"elicitation":{"form":{},"url":{}},"sampling":{}},"clientInfo":%s}}`, legacyVersion, info)
+		init := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":%q,"capabilities":%s,"clientInfo":%s}}`, legacyVersion, LegacyCapabilities(s.cfg.Roots), info)
 		if res, err = c.roundTrip(ctx, init, ""); err != nil {
 			return s.startError(ctx, c, "initialize", err)
 		}
@@ -911,10 +914,45 @@ func (s *Stdio) unrouted(c *child, m *rpcMessage) {
 		s.log.Debug("upstream notification for no call", "pid", c.pid, "method", m.method)
 		return
 	}
-	s.log.Warn("upstream sent a server-to-client request, which MCP 2026-07-28 forbids; refused", "pid", c.pid, "method", m.method)
+	s.mu.Lock()
+	legacy := s.legacy
+	s.mu.Unlock()
+	reply := RefuseServerRequest(m.value(m.id), m.method)
+	if legacy {
+		s.log.Info("upstream sent a server-to-client request outside a call; answered with an error", "pid", c.pid, "method", m.method)
+		reply = RefuseOutsideCall(m.value(m.id), m.method)
+	} else {
+		s.log.Warn("upstream sent a server-to-client request, which MCP 2026-07-28 forbids; refused", "pid", c.pid, "method", m.method)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	_ = c.write(ctx, RefuseServerRequest(m.value(m.id), m.method))
+	_ = c.write(ctx, reply)
+}
+
+// RefuseOutsideCall is the error reply to a legacy upstream's
+// server-to-client request that belongs to no call the proxy can tell (none
+// is open on its session, or several are): the proxy asks a client only on
+// behalf of one of its calls, as an input round, and answers at once
+// rather than leave the server waiting.
+func RefuseOutsideCall(id []byte, method string) []byte {
+	msg := "mrtr-wasm proxy: " + method + " arrived outside any single call; the proxy asks its clients only during one of their calls, so there is nobody to ask now"
+	b, _ := json.Marshal(msg)
+	return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":%s}}`, id, b)
+}
+
+// LegacyCapabilities are the client capabilities the proxy declares in its
+// initialize to a legacy upstream: elicitation (form and URL) and sampling,
+// which become input rounds for the client of the call; roots only when
+// asked, because a server takes a client's roots as the directories it may
+// work in (server-filesystem replaces its command-line directories with
+// them), so declaring them lets remote clients choose. A 2026-07-28 client
+// declares its capabilities per request; one that lacks a kind when the
+// upstream asks for it is told so by the proxy.
+func LegacyCapabilities(roots bool) string {
+	if roots {
+		return `{"elicitation":{"form":{},"url":{}},"sampling":{},"roots":{}}`
+	}
+	return `{"elicitation":{"form":{},"url":{}},"sampling":{}}`
 }
 
 // RefuseServerRequest is the error reply to a server-to-client request

@@ -382,6 +382,40 @@ func TestStdioTooLarge(t *testing.T) {
 
 // A request from the child goes to the one call in flight, whose caller
 // refuses it through Send; with no caller to take it, the default refusal.
+// TestStdioLegacyRoots: roots are declared to a legacy child only when
+// configured; a roots/list the child sends right after initialized, when
+// no call is open (as server-everything and server-filesystem do), is
+// answered with an error at once: nobody waits, and nobody else's call
+// gets it.
+func TestStdioLegacyRoots(t *testing.T) {
+	for _, roots := range []bool{false, true} {
+		cfg, l := childConfig(t, "legacy")
+		cfg.Roots = roots
+		s := startChild(t, cfg)
+		raw, err := s.Call(context.Background(), toolCall("1", "roots-at-start", nil, ""), nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := decode(t, raw)
+		caps, reply := string(r.Result.Structured["capabilities"]), string(r.Result.Structured["reply"])
+		if strings.Contains(caps, `"roots"`) != roots || !strings.Contains(caps, `"elicitation"`) {
+			t.Fatalf("roots %v: declared %s", roots, caps)
+		}
+		if !roots {
+			if reply != `"none"` {
+				t.Fatalf("asked for roots it was not offered: %s", reply)
+			}
+			continue
+		}
+		if !strings.Contains(reply, `"error"`) || !strings.Contains(reply, "outside any single call") || !strings.Contains(reply, `"id":"srv-roots-at-start"`) {
+			t.Fatalf("the child's roots/list outside a call was answered %s", reply)
+		}
+		if l.count("upstream sent a server-to-client request outside a call; answered with an error") != 1 {
+			t.Errorf("not logged:\n%s", l.text())
+		}
+	}
+}
+
 func TestStdioServerToClientRequest(t *testing.T) {
 	cfg, _ := childConfig(t, "ok")
 	s := startChild(t, cfg)

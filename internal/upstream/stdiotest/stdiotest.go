@@ -40,6 +40,8 @@ type childServer struct {
 	mu        sync.Mutex
 	cancelled []json.RawMessage
 	replies   map[string]chan json.RawMessage
+	initCaps  json.RawMessage // what the client declared at initialize
+	rootsDone chan json.RawMessage
 }
 
 func (c *childServer) send(v any) {
@@ -96,7 +98,7 @@ func Run(mode string) {
 	if mode == "banner" {
 		fmt.Println("Starting my server v1.0 ...")
 	}
-	c := &childServer{mode: mode, replies: map[string]chan json.RawMessage{}}
+	c := &childServer{mode: mode, replies: map[string]chan json.RawMessage{}, rootsDone: make(chan json.RawMessage, 1)}
 	sc := bufio.NewScanner(os.Stdin)
 	sc.Buffer(make([]byte, 1<<20), 8<<20)
 	for sc.Scan() {
@@ -115,6 +117,9 @@ func Run(mode string) {
 			continue
 		}
 		if len(m.ID) == 0 {
+			if m.Method == "notifications/initialized" {
+				c.askRootsAtStart()
+			}
 			if m.Method == "notifications/cancelled" {
 				var p struct {
 					RequestID json.RawMessage `json:"requestId"`
@@ -151,6 +156,13 @@ func (c *childServer) handle(m rpc, line []byte) {
 		c.result(m.ID, map[string]any{"supportedVersions": []string{"2026-07-28"}, "capabilities": map[string]any{"tools": map[string]any{}},
 			"serverInfo": map[string]any{"name": "child", "version": "1"}})
 	case "initialize":
+		var p struct {
+			Capabilities json.RawMessage `json:"capabilities"`
+		}
+		_ = json.Unmarshal(m.Params, &p)
+		c.mu.Lock()
+		c.initCaps = p.Capabilities
+		c.mu.Unlock()
 		c.result(m.ID, map[string]any{"protocolVersion": "2025-11-25", "capabilities": map[string]any{"tools": map[string]any{}},
 			"serverInfo": map[string]any{"name": "legacy-child", "version": "1"}})
 	case "tools/list":
@@ -166,6 +178,34 @@ func (c *childServer) handle(m rpc, line []byte) {
 	default:
 		c.send(map[string]any{"jsonrpc": "2.0", "id": m.ID, "error": map[string]any{"code": -32601, "message": "Method not found"}})
 	}
+}
+
+// askRootsAtStart does what server-everything and server-filesystem do:
+// a client that declared roots is asked for them right after initialized,
+// outside any call. The reply is kept for the roots-at-start tool.
+func (c *childServer) askRootsAtStart() {
+	c.mu.Lock()
+	var caps map[string]json.RawMessage
+	_ = json.Unmarshal(c.initCaps, &caps)
+	c.mu.Unlock()
+	if _, ok := caps["roots"]; !ok {
+		close(c.rootsDone)
+		return
+	}
+	id := json.RawMessage(`"srv-roots-at-start"`)
+	ch := make(chan json.RawMessage, 1)
+	c.mu.Lock()
+	c.replies[string(id)] = ch
+	c.mu.Unlock()
+	c.send(map[string]any{"jsonrpc": "2.0", "id": id, "method": "roots/list"})
+	go func() {
+		select {
+		case reply := <-ch:
+			c.rootsDone <- reply
+		case <-time.After(5 * time.Second):
+			c.rootsDone <- json.RawMessage(`"no reply"`)
+		}
+	}()
 }
 
 func (c *childServer) tool(m rpc, name string, args, meta map[string]any) {
@@ -244,6 +284,18 @@ func (c *childServer) tool(m rpc, name string, args, meta map[string]any) {
 		c.mu.Lock()
 		r := text("cancelled")
 		r["structuredContent"] = map[string]any{"ids": c.cancelled}
+		c.mu.Unlock()
+		c.result(m.ID, r)
+	case "roots-at-start":
+		// What the client declared, and how its roots/list right after
+		// initialized was answered ("none": roots were not declared).
+		reply, ok := <-c.rootsDone
+		if !ok {
+			reply = json.RawMessage(`"none"`)
+		}
+		c.mu.Lock()
+		r := text("roots-at-start")
+		r["structuredContent"] = map[string]any{"capabilities": c.initCaps, "reply": reply}
 		c.mu.Unlock()
 		c.result(m.ID, r)
 	case "pid":
