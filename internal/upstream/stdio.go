@@ -68,7 +68,8 @@ type StdioConfig struct {
 	// Unrouted gets the messages from the child that belong to no call: a
 	// notification without a known progress token, and a server-to-client
 	// request while not exactly one call is in flight (a request while one
-	// call is in flight goes to that call's onMessage). By default a
+	// call is in flight goes to that call's onMessage, and so does a legacy
+	// child's log message). By default a
 	// notification is logged by method and a request is refused with
 	// RefuseServerRequest (RefuseOutsideCall for a legacy child).
 	Unrouted func(raw []byte)
@@ -854,23 +855,44 @@ func (s *Stdio) route(c *child, m *rpcMessage) {
 		}
 	case m.hasID:
 		// A request to the client, which 2026-07-28 forbids on stdio: the
-		// call it was made for, when that is unambiguous, refuses it.
-		c.mu.Lock()
-		var only *call
-		if len(c.pending) == 1 {
-			for _, cl := range c.pending {
-				if cl.takesAll {
-					only = cl
-				}
-			}
+		// call it was made for, when that is unambiguous, refuses it (a
+		// legacy child's becomes an input round).
+		if only := c.onlyCall(); only != nil {
+			only.push(m.raw, false, nil)
+			return
 		}
-		c.mu.Unlock()
-		if only != nil {
+	case m.method == "notifications/message" && s.isLegacy():
+		// A legacy server logs to its session, not to a request: the
+		// call, when only one is open, takes it. A legacy child serves one
+		// principal, so no other principal's call can get it.
+		if only := c.onlyCall(); only != nil {
 			only.push(m.raw, false, nil)
 			return
 		}
 	}
 	s.unrouted(c, m)
+}
+
+// onlyCall is the call in flight when exactly one is, and it takes the
+// child's requests (onMessage); nil otherwise.
+func (c *child) onlyCall() *call {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.pending) != 1 {
+		return nil
+	}
+	for _, cl := range c.pending {
+		if cl.takesAll {
+			return cl
+		}
+	}
+	return nil
+}
+
+func (s *Stdio) isLegacy() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.legacy
 }
 
 // progressCall finds the call of a progress notification by its token and
@@ -914,11 +936,8 @@ func (s *Stdio) unrouted(c *child, m *rpcMessage) {
 		s.log.Debug("upstream notification for no call", "pid", c.pid, "method", m.method)
 		return
 	}
-	s.mu.Lock()
-	legacy := s.legacy
-	s.mu.Unlock()
 	reply := RefuseServerRequest(m.value(m.id), m.method)
-	if legacy {
+	if s.isLegacy() {
 		s.log.Info("upstream sent a server-to-client request outside a call; answered with an error", "pid", c.pid, "method", m.method)
 		reply = RefuseOutsideCall(m.value(m.id), m.method)
 	} else {

@@ -416,6 +416,30 @@ func TestStdioLegacyRoots(t *testing.T) {
 	}
 }
 
+// TestStdioLegacyLogToTheOnlyCall: a legacy child logs to its session,
+// not to a request; with one call open, that call's onMessage gets it. A
+// 2026-07-28 child (shared by every principal) never has its unrelated
+// log messages handed to whichever call is open.
+func TestStdioLegacyLogToTheOnlyCall(t *testing.T) {
+	for _, mode := range []string{"legacy", "ok"} {
+		cfg, _ := childConfig(t, mode)
+		s := startChild(t, cfg)
+		var logs int
+		_, err := s.Call(context.Background(), toolCall("1", "progress", nil, ""), nil, func(b []byte) error {
+			if bytes.Contains(b, []byte(`"notifications/message"`)) {
+				logs++
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := map[string]int{"legacy": 1, "ok": 0}[mode]; logs != want {
+			t.Errorf("%s child: the call got %d log messages, want %d", mode, logs, want)
+		}
+	}
+}
+
 func TestStdioServerToClientRequest(t *testing.T) {
 	cfg, _ := childConfig(t, "ok")
 	s := startChild(t, cfg)
