@@ -85,13 +85,10 @@ func TestLegacyClientThroughProxy(t *testing.T) {
 	}
 }
 
-// TestLegacyClientPromptsResourcesThroughProxy: a 2025-11-25 client sees
-// the upstream's prompts, resources and resource templates at the proxy;
-// a prompt and a templated resource that ask with input_required are
-// fulfilled on its session; a URI the upstream does not know gets the
-// upstream's own error; progress and log messages sent before a tool's
-// answer reach the client (under its own token, at the level it set).
-func TestLegacyClientPromptsResourcesThroughProxy(t *testing.T) {
+// promptsUpstream is a 2026-07-28 server on the Go SDK with a prompt and
+// a templated resource that ask with input_required, a plain resource,
+// and a tool that reports progress and logs before its answer.
+func promptsUpstream() *mcp.Server {
 	up := mcp.NewServer(&mcp.Implementation{Name: "unguarded", Version: "1"}, nil)
 	up.AddPrompt(&mcp.Prompt{Name: "greet", Arguments: []*mcp.PromptArgument{{Name: "who"}}},
 		func(_ context.Context, r *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
@@ -132,6 +129,17 @@ func TestLegacyClientPromptsResourcesThroughProxy(t *testing.T) {
 			_ = r.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "warning", Data: "working hard"})
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil
 		})
+	return up
+}
+
+// TestLegacyClientPromptsResourcesThroughProxy: a 2025-11-25 client sees
+// the upstream's prompts, resources and resource templates at the proxy;
+// a prompt and a templated resource that ask with input_required are
+// fulfilled on its session; a URI the upstream does not know gets the
+// upstream's own error; progress and log messages sent before a tool's
+// answer reach the client (under its own token, at the level it set).
+func TestLegacyClientPromptsResourcesThroughProxy(t *testing.T) {
+	up := promptsUpstream()
 	ups := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return up }, &mcp.StreamableHTTPOptions{Stateless: true}))
 	t.Cleanup(ups.Close)
 	base, _ := newProxy(t, newGuard(t), httpUpstream(t, ups.URL))
