@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mrtr-wasm/mrtr-wasm/internal/telemetry"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/upstream/stdiotest"
 )
 
@@ -684,4 +685,29 @@ func FuzzStdioMessage(f *testing.F) {
 			t.Fatalf("rewrite of %s: %s", b, out)
 		}
 	})
+}
+
+// TestTracedKeepsTheEra: with tracing on, the traced wrapper still tells
+// the proxy that a child speaks the 2025 era (it hid it before).
+func TestTracedKeepsTheEra(t *testing.T) {
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:1")
+	tel, err := telemetry.Setup(context.Background(), "test", "0")
+	if err != nil || !tel.Enabled() {
+		t.Fatalf("tracing not on: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		_ = tel.Shutdown(ctx)
+	})
+	cfg, _ := childConfig(t, "legacy")
+	d, ok := Traced(startChild(t, cfg), tel).(interface {
+		Discovery() (json.RawMessage, bool)
+	})
+	if !ok {
+		t.Fatal("the traced upstream has no Discovery")
+	}
+	if _, legacy := d.Discovery(); !legacy {
+		t.Fatal("the traced legacy child is not legacy")
+	}
 }
