@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/mrtr-wasm/mrtr-wasm/internal/mcphttp"
@@ -111,6 +113,57 @@ func TestLegacyUpstreamRoots(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(p.up.refused.WithLabelValues("capability")); got < 1 {
 		t.Fatalf("refused{capability} = %v", got)
+	}
+}
+
+// TestLegacyHTTPUpstreamRoots: the same over Streamable HTTP, with an
+// upstream on the Go SDK that speaks only 2025-11-25 and asks roots/list
+// on the call's stream; without --upstream-roots it is not offered roots.
+func TestLegacyHTTPUpstreamRoots(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "legacy", Version: "1"}, &mcp.ServerOptions{SupportedProtocolVersions: []string{"2025-11-25"}})
+	srv.AddTool(&mcp.Tool{Name: "roots", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(ctx context.Context, r *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		text := "no roots"
+		if res, err := r.Session.ListRoots(ctx, nil); err == nil {
+			text = "roots:"
+			for _, root := range res.Roots {
+				text += " " + root.URI
+			}
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, nil
+	})
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(ts.Close)
+	for _, declare := range []bool{false, true} {
+		up, err := upstream.DetectHTTP(context.Background(), httpUpstream(t, ts.URL), declare)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := New(Config{Guard: newGuard(t), Upstream: up})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := handleTool(t, p, "alice", "roots", `{"roots":{}}`, "")
+		if !declare {
+			if !strings.Contains(string(r.Result), `"no roots"`) {
+				t.Fatalf("roots not declared, yet: %+v %s", r.Error, r.Result)
+			}
+			continue
+		}
+		var ir struct {
+			ResultType   string `json:"resultType"`
+			RequestState string `json:"requestState"`
+		}
+		if r.Error != nil || json.Unmarshal(r.Result, &ir) != nil || ir.ResultType != "input_required" || !strings.Contains(string(r.Result), `"roots/list"`) {
+			t.Fatalf("want a roots round: %+v %s", r.Error, r.Result)
+		}
+		sb, _ := json.Marshal(ir.RequestState)
+		r = handleTool(t, p, "alice", "roots", `{"roots":{}}`, `,"requestState":`+string(sb)+`,"inputResponses":{"roots":{"roots":[{"uri":"file:///srv/alice"}]}}`)
+		if !strings.Contains(string(r.Result), `"roots: file:///srv/alice"`) {
+			t.Fatalf("after the round: %+v %s", r.Error, r.Result)
+		}
+		if b := handleTool(t, p, "bob", "roots", `{}`, ""); !strings.Contains(string(b.Result), `"no roots"`) {
+			t.Fatalf("bob declared no roots: %+v %s", b.Error, b.Result)
+		}
 	}
 }
 

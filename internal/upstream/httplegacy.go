@@ -112,9 +112,23 @@ func legacyHeader(h http.Header, sid string) http.Header {
 	return out
 }
 
-// Call sends msg on the session of the principal ctx names; a session the
-// server no longer knows (HTTP 404) is opened again once.
+// Call sends msg (without its 2026-07-28 _meta keys) on the session of
+// the principal ctx names; a session the server no longer knows (HTTP 404)
+// is opened again once.
 func (l *LegacyHTTP) Call(ctx context.Context, msg []byte, h http.Header, onMessage func(raw []byte) error) ([]byte, error) {
+	msg = withoutModernMeta(msg)
+	if !l.roots && onMessage != nil {
+		next := onMessage
+		onMessage = func(raw []byte) error {
+			// roots/list was not declared to the server: no client is asked.
+			if bytes.Contains(raw, []byte(`"roots/list"`)) {
+				if m, err := parseMessage(raw); err == nil && m.hasID && m.method == "roots/list" {
+					return l.Send(ctx, RefuseUndeclared(m.value(m.id), m.method), h)
+				}
+			}
+			return next(raw)
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, l.timeout)
 	defer cancel()
 	p := principalOf(ctx)

@@ -525,8 +525,12 @@ func (s *Stdio) startError(ctx context.Context, c *child, method string, err err
 }
 
 // Call sends one request to the child under an id of its own, and
-// returns the child's response with the caller's id restored.
+// returns the child's response with the caller's id restored. A legacy
+// child gets the request without its 2026-07-28 _meta keys.
 func (s *Stdio) Call(ctx context.Context, msg []byte, h http.Header, onMessage func(raw []byte) error) ([]byte, error) {
+	if s.isLegacy() {
+		msg = withoutModernMeta(msg)
+	}
 	m, err := parseMessage(msg)
 	if err != nil || m.method == "" || !m.hasID {
 		return nil, fmt.Errorf("upstream: Call needs a JSON-RPC request: %w", errOr(err, "no method or no id"))
@@ -853,6 +857,12 @@ func (s *Stdio) route(c *child, m *rpcMessage) {
 			cl.push(out, false, nil)
 			return
 		}
+	case m.hasID && m.method == "roots/list" && !s.cfg.Roots && s.isLegacy():
+		s.log.Info("upstream asked roots/list, which were not declared to it; answered with an error", "pid", c.pid)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = c.write(ctx, RefuseUndeclared(m.value(m.id), m.method))
+		return
 	case m.hasID:
 		// A request to the client, which 2026-07-28 forbids on stdio: the
 		// call it was made for, when that is unambiguous, refuses it (a
@@ -955,6 +965,15 @@ func (s *Stdio) unrouted(c *child, m *rpcMessage) {
 // rather than leave the server waiting.
 func RefuseOutsideCall(id []byte, method string) []byte {
 	msg := "mrtr-wasm proxy: " + method + " arrived outside any single call; the proxy asks its clients only during one of their calls, so there is nobody to ask now"
+	b, _ := json.Marshal(msg)
+	return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":%s}}`, id, b)
+}
+
+// RefuseUndeclared is the error reply to a legacy upstream's request for a
+// capability the proxy did not declare to it (roots without
+// --upstream-roots): no client is asked.
+func RefuseUndeclared(id []byte, method string) []byte {
+	msg := "mrtr-wasm proxy: " + method + " needs a capability that was not declared to this server"
 	b, _ := json.Marshal(msg)
 	return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":%s}}`, id, b)
 }

@@ -417,6 +417,40 @@ func TestStdioLegacyRoots(t *testing.T) {
 	}
 }
 
+// TestStdioLegacyUndeclaredRoots: a legacy child that asks roots/list in
+// a call though roots were not declared to it is answered by the proxy
+// with an error; the call's onMessage (the client) never sees it. With
+// roots declared, the call gets it.
+func TestStdioLegacyUndeclaredRoots(t *testing.T) {
+	for _, roots := range []bool{false, true} {
+		cfg, _ := childConfig(t, "legacy")
+		cfg.Roots = roots
+		s := startChild(t, cfg)
+		var seen bool
+		raw, err := s.Call(context.Background(), toolCall("1", "ask-roots", nil, ""), nil, func(b []byte) error {
+			m, err := parseMessage(b)
+			if err != nil || m.method != "roots/list" {
+				return nil
+			}
+			seen = true
+			return s.Send(context.Background(), []byte(`{"jsonrpc":"2.0","id":`+string(m.value(m.id))+`,"result":{"roots":[]}}`), nil)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := decode(t, raw).Result.Content[0].Text
+		if roots {
+			if !seen || !strings.Contains(text, `"roots":[]`) {
+				t.Fatalf("declared: seen %v, the child got %s", seen, text)
+			}
+			continue
+		}
+		if seen || !strings.Contains(text, "not declared") {
+			t.Fatalf("undeclared: seen %v, the child got %s", seen, text)
+		}
+	}
+}
+
 // TestStdioLegacyLogToTheOnlyCall: a legacy child logs to its session,
 // not to a request; with one call open, that call's onMessage gets it. A
 // 2026-07-28 child (shared by every principal) never has its unrelated
@@ -709,5 +743,20 @@ func TestTracedKeepsTheEra(t *testing.T) {
 	}
 	if _, legacy := d.Discovery(); !legacy {
 		t.Fatal("the traced legacy child is not legacy")
+	}
+}
+
+func TestWithoutModernMeta(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","progressToken":7,"io.modelcontextprotocol/clientCapabilities":{"roots":{}}},"arguments":{"a":1.50}}}`,
+			`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","_meta":{"progressToken":7},"arguments":{"a":1.50}}}`},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`,
+			`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{}}}`},
+		{`{"jsonrpc":"2.0","id":1,"method":"ping"}`, `{"jsonrpc":"2.0","id":1,"method":"ping"}`},
+		{`{"jsonrpc":"2.0","id":1,"method":"x","params":{"note":"io.modelcontextprotocol/ in a value"}}`, `{"jsonrpc":"2.0","id":1,"method":"x","params":{"note":"io.modelcontextprotocol/ in a value"}}`},
+	} {
+		if got := string(withoutModernMeta([]byte(c.in))); got != c.want {
+			t.Errorf("%s\n got %s\nwant %s", c.in, got, c.want)
+		}
 	}
 }

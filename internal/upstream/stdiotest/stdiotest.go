@@ -192,25 +192,45 @@ func (c *childServer) askRootsAtStart() {
 		close(c.rootsDone)
 		return
 	}
-	id := json.RawMessage(`"srv-roots-at-start"`)
+	go func() {
+		reply := c.request("srv-roots-at-start", "roots/list", nil)
+		if reply == nil {
+			reply = json.RawMessage(`"no reply"`)
+		}
+		c.rootsDone <- reply
+	}()
+}
+
+// request sends the client a request and waits up to 5 s for its reply
+// (nil: none came). Not from the read loop, which delivers the reply.
+func (c *childServer) request(id, method string, params any) json.RawMessage {
+	rid := json.RawMessage(strconv.Quote(id))
 	ch := make(chan json.RawMessage, 1)
 	c.mu.Lock()
-	c.replies[string(id)] = ch
+	c.replies[string(rid)] = ch
 	c.mu.Unlock()
-	c.send(map[string]any{"jsonrpc": "2.0", "id": id, "method": "roots/list"})
-	go func() {
-		select {
-		case reply := <-ch:
-			c.rootsDone <- reply
-		case <-time.After(5 * time.Second):
-			c.rootsDone <- json.RawMessage(`"no reply"`)
-		}
-	}()
+	msg := map[string]any{"jsonrpc": "2.0", "id": rid, "method": method}
+	if params != nil {
+		msg["params"] = params
+	}
+	c.send(msg)
+	select {
+	case reply := <-ch:
+		return reply
+	case <-time.After(5 * time.Second):
+		return nil
+	}
 }
 
 func (c *childServer) tool(m rpc, name string, args, meta map[string]any) {
 	text := func(s string) map[string]any {
 		return map[string]any{"content": []any{map[string]any{"type": "text", "text": s}}}
+	}
+	said := func(reply json.RawMessage) map[string]any {
+		if reply == nil {
+			return text("no reply")
+		}
+		return text("the client said: " + string(reply))
 	}
 	switch name {
 	case "echo":
@@ -244,21 +264,13 @@ func (c *childServer) tool(m rpc, name string, args, meta map[string]any) {
 	case "big":
 		n, _ := args["bytes"].(float64)
 		c.result(m.ID, text(strings.Repeat("x", int(n))))
+	case "ask-roots":
+		// roots/list in the middle of the call, whatever was declared (a
+		// server that does not check its client's capabilities).
+		c.result(m.ID, said(c.request("srv-roots", "roots/list", nil)))
 	case "ask":
-		id := json.RawMessage(`"srv-1"`)
-		ch := make(chan json.RawMessage, 1)
-		c.mu.Lock()
-		c.replies[string(id)] = ch
-		c.mu.Unlock()
-		c.send(map[string]any{"jsonrpc": "2.0", "id": id, "method": "elicitation/create",
-			"params": map[string]any{"message": "Your password?", "requestedSchema": map[string]any{"type": "object",
-				"properties": map[string]any{"password": map[string]any{"type": "string"}}}}})
-		select {
-		case reply := <-ch:
-			c.result(m.ID, text("the client said: "+string(reply)))
-		case <-time.After(5 * time.Second):
-			c.result(m.ID, text("no reply"))
-		}
+		c.result(m.ID, said(c.request("srv-1", "elicitation/create", map[string]any{"message": "Your password?",
+			"requestedSchema": map[string]any{"type": "object", "properties": map[string]any{"password": map[string]any{"type": "string"}}}})))
 	case "env":
 		r := text("env")
 		r["structuredContent"] = map[string]any{"env": os.Environ()}
