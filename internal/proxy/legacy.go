@@ -95,11 +95,15 @@ func (p *Proxy) upstreamMayHave(capability string) bool {
 }
 
 // legacyMiddleware reads every resources/read from the upstream (the
-// upstream, not the mirror, says which URIs exist) and notes the level a
-// session sets with logging/setLevel, which its requests then carry.
+// upstream, not the mirror, says which URIs exist), mirrors the upstream
+// again before a list when the mirror is older than the tools TTL, and
+// notes the level a session sets with logging/setLevel, which its requests
+// then carry.
 func (p *Proxy) legacyMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		switch method {
+		case "tools/list", "prompts/list", "resources/list", "resources/templates/list":
+			p.refreshLegacy(ctx)
 		case "resources/read":
 			if r, ok := req.(*mcp.ReadResourceRequest); ok && r.Params != nil {
 				return p.legacyResource(ctx, r)

@@ -234,3 +234,52 @@ func TestLegacyClientPromptsResourcesThroughProxy(t *testing.T) {
 		t.Fatalf("log messages relayed: %q (want the warning only: the client set info)", logs)
 	}
 }
+
+// TestLegacyMirrorFollowsTheUpstream: a session that lists again after the
+// tools TTL sees what the upstream lists now.
+func TestLegacyMirrorFollowsTheUpstream(t *testing.T) {
+	up := mcp.NewServer(&mcp.Implementation{Name: "unguarded", Version: "1"}, nil)
+	hello := func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "hello"}}}}, nil
+	}
+	up.AddPrompt(&mcp.Prompt{Name: "old"}, hello)
+	ups := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return up }, &mcp.StreamableHTTPOptions{Stateless: true}))
+	t.Cleanup(ups.Close)
+	p, err := New(Config{Guard: newGuard(t), Upstream: httpUpstream(t, ups.URL), ToolsTTL: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(p.Handler())
+	t.Cleanup(srv.Close)
+	ctx := context.Background()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "legacy", Version: "1"}, nil).Connect(ctx,
+		&mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp"}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	names := func() string {
+		t.Helper()
+		pl, err := cs.ListPrompts(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n []string
+		for _, pr := range pl.Prompts {
+			n = append(n, pr.Name)
+		}
+		return strings.Join(n, ",")
+	}
+	if got := names(); got != "old" {
+		t.Fatalf("first list: %q", got)
+	}
+	up.AddPrompt(&mcp.Prompt{Name: "new"}, hello)
+	up.RemovePrompts("old")
+	time.Sleep(60 * time.Millisecond)
+	if got := names(); got != "new" {
+		t.Fatalf("after the upstream changed: %q", got)
+	}
+	if _, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "new"}); err != nil {
+		t.Fatal(err)
+	}
+}
