@@ -269,6 +269,7 @@ test('a 2025-11-25 client (SDK 1.32.2) through the proxy lists and gets server-e
   const client = await legacyClient(everything.base, ALICE);
   const caps = client.getServerCapabilities();
   assert.ok(caps.tools && caps.prompts && caps.resources && caps.completions, JSON.stringify(caps));
+  assert.match(client.getInstructions() ?? '', /Everything Server/, 'the upstream\'s instructions');
 
   const prompts = (await client.listPrompts()).prompts.map((p) => p.name);
   for (const name of ['simple-prompt', 'args-prompt', 'completable-prompt']) assert.ok(prompts.includes(name), prompts.join(','));

@@ -2,8 +2,8 @@ package proxy
 
 // Legacy clients (2025-11-25, 2025-06-18) on the proxy: they get a session
 // from the SDK's stateful handler, whose tools, prompts, resources and
-// resource templates mirror the upstream's (and completion, when the
-// upstream declared it). Each request goes through the proxy's own guarded
+// resource templates mirror the upstream's (and its instructions, and
+// completion when the upstream declared it). Each request goes through the proxy's own guarded
 // path (Handle) as a 2026-07-28 request built from the session; a request
 // that may ask (tools/call, prompts/get, resources/read) has its input
 // rounds fulfilled on the session (internal/legacy), so a legacy client
@@ -40,6 +40,7 @@ type legacyFront struct {
 	// (each change notifies every session)
 	tools, prompts, resources, templates map[string]string
 	fresh                                time.Time
+	discovered                           atomic.Pointer[upstreamInfo] // a 2026-07-28 HTTP upstream's server/discover
 	callSeq                              atomic.Int64
 	levels                               sync.Map // *mcp.ServerSession -> mcp.LoggingLevel, from logging/setLevel
 }
@@ -47,7 +48,9 @@ type legacyFront struct {
 func (p *Proxy) newLegacyFront() *legacyFront {
 	f := &legacyFront{tools: map[string]string{}, prompts: map[string]string{}, resources: map[string]string{}, templates: map[string]string{}}
 	opts := &mcp.ServerOptions{SupportedProtocolVersions: legacy.ProtocolVersions}
-	if p.upstreamHas("completions") {
+	// Offered when the upstream may have it; initialize withdraws it when
+	// the upstream turns out not to (legacyMiddleware).
+	if p.upstreamMayHave("completions") {
 		opts.CompletionHandler = func(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
 			var res *mcp.CompleteResult
 			err := p.forwardPlain(ctx, req.Session, req.Extra, "completion/complete", "", req.Params, &res)
@@ -59,10 +62,15 @@ func (p *Proxy) newLegacyFront() *legacyFront {
 	return f
 }
 
-// upstreamCaps are the capabilities the upstream declared, when the proxy
-// knows them at start: what a stdio child or a legacy HTTP upstream
-// answered. An HTTP upstream of 2026-07-28 is not asked here: unknown.
-func (p *Proxy) upstreamCaps() (map[string]json.RawMessage, bool) {
+// upstreamInfo is what the upstream declared (capabilities, instructions)
+// when the proxy knows it at start: what a stdio child or a legacy HTTP
+// upstream answered. An HTTP upstream of 2026-07-28 is not asked here.
+type upstreamInfo struct {
+	Capabilities map[string]json.RawMessage `json:"capabilities"`
+	Instructions string                     `json:"instructions"`
+}
+
+func (p *Proxy) upstreamCaps() (*upstreamInfo, bool) {
 	d, ok := p.cfg.Upstream.(interface {
 		Discovery() (json.RawMessage, bool)
 	})
@@ -70,38 +78,76 @@ func (p *Proxy) upstreamCaps() (map[string]json.RawMessage, bool) {
 		return nil, false
 	}
 	raw, _ := d.Discovery()
-	var r struct {
-		Capabilities map[string]json.RawMessage `json:"capabilities"`
-	}
+	var r upstreamInfo
 	if len(raw) == 0 || json.Unmarshal(raw, &r) != nil {
 		return nil, false
 	}
-	return r.Capabilities, true
+	return &r, true
+}
+
+// upstreamInfoNow is upstreamCaps, or else the upstream's server/discover
+// (asked once it answers; nil while it does not).
+func (p *Proxy) upstreamInfoNow(ctx context.Context) *upstreamInfo {
+	if info, known := p.upstreamCaps(); known {
+		return info
+	}
+	if info := p.legacy.discovered.Load(); info != nil {
+		return info
+	}
+	msg := []byte(`{"jsonrpc":"2.0","id":"mrtr-proxy-legacy-discover","method":"server/discover","params":{"_meta":{"` +
+		mcphttp.MetaProtocolVersion + `":"` + mcphttp.ProtocolVersion + `","` + mcphttp.MetaClientCapabilities + `":{}}}}`)
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	resp, err := p.cfg.Upstream.Call(cctx, msg, http.Header{"Mcp-Method": {"server/discover"}, "Mcp-Protocol-Version": {mcphttp.ProtocolVersion}}, nil)
+	var r struct {
+		Result *upstreamInfo `json:"result"`
+	}
+	if err != nil || json.Unmarshal(resp, &r) != nil || r.Result == nil {
+		return nil
+	}
+	p.legacy.discovered.Store(r.Result)
+	return r.Result
 }
 
 // upstreamHas: the upstream is known to have declared the capability.
 func (p *Proxy) upstreamHas(capability string) bool {
-	caps, _ := p.upstreamCaps()
-	_, has := caps[capability]
+	info, _ := p.upstreamCaps()
+	if info == nil {
+		return false
+	}
+	_, has := info.Capabilities[capability]
 	return has
 }
 
 // upstreamMayHave: false only when the upstream's capabilities are known
-// and lack it (saves a call that would fail).
+// at start and lack it (saves a call that would fail).
 func (p *Proxy) upstreamMayHave(capability string) bool {
-	caps, known := p.upstreamCaps()
-	_, has := caps[capability]
-	return has || !known
+	_, known := p.upstreamCaps()
+	return !known || p.upstreamHas(capability)
 }
 
-// legacyMiddleware reads every resources/read from the upstream (the
-// upstream, not the mirror, says which URIs exist), mirrors the upstream
-// again before a list when the mirror is older than the tools TTL, and
-// notes the level a session sets with logging/setLevel, which its requests
-// then carry.
+// legacyMiddleware answers initialize with the upstream's instructions
+// and without completion when the upstream has none, reads every
+// resources/read from the upstream (the upstream, not the mirror, says
+// which URIs exist), mirrors the upstream again before a list when the
+// mirror is older than the tools TTL, and notes the level a session sets
+// with logging/setLevel, which its requests then carry.
 func (p *Proxy) legacyMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		switch method {
+		case "initialize":
+			res, err := next(ctx, method, req)
+			ir, ok := res.(*mcp.InitializeResult)
+			if err != nil || !ok || ir == nil {
+				return res, err
+			}
+			if info := p.upstreamInfoNow(ctx); info != nil {
+				ir.Instructions = info.Instructions
+				if _, has := info.Capabilities["completions"]; !has && ir.Capabilities != nil {
+					ir.Capabilities.Completions = nil
+				}
+			}
+			return ir, nil
 		case "tools/list", "prompts/list", "resources/list", "resources/templates/list":
 			p.refreshLegacy(ctx)
 		case "resources/read":

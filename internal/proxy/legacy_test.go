@@ -173,8 +173,8 @@ func TestLegacyClientPromptsResourcesThroughProxy(t *testing.T) {
 	}
 	defer cs.Close()
 	caps := cs.InitializeResult().Capabilities
-	if caps.Prompts == nil || caps.Resources == nil || caps.Tools == nil {
-		t.Fatalf("capabilities %+v: want tools, prompts and resources", caps)
+	if caps.Prompts == nil || caps.Resources == nil || caps.Tools == nil || caps.Completions != nil {
+		t.Fatalf("capabilities %+v: want tools, prompts and resources, and no completions (the upstream has none)", caps)
 	}
 
 	pl, err := cs.ListPrompts(ctx, nil)
@@ -235,10 +235,16 @@ func TestLegacyClientPromptsResourcesThroughProxy(t *testing.T) {
 	}
 }
 
-// TestLegacyMirrorFollowsTheUpstream: a session that lists again after the
-// tools TTL sees what the upstream lists now.
+// TestLegacyMirrorFollowsTheUpstream: a session gets the upstream's
+// instructions and completion (from its server/discover), and one that
+// lists again after the tools TTL sees what the upstream lists now.
 func TestLegacyMirrorFollowsTheUpstream(t *testing.T) {
-	up := mcp.NewServer(&mcp.Implementation{Name: "unguarded", Version: "1"}, nil)
+	up := mcp.NewServer(&mcp.Implementation{Name: "unguarded", Version: "1"}, &mcp.ServerOptions{
+		Instructions: "Ask for the old prompt.",
+		CompletionHandler: func(_ context.Context, r *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+			return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{r.Params.Argument.Value + "-completed"}}}, nil
+		},
+	})
 	hello := func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 		return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "hello"}}}}, nil
 	}
@@ -269,6 +275,13 @@ func TestLegacyMirrorFollowsTheUpstream(t *testing.T) {
 			n = append(n, pr.Name)
 		}
 		return strings.Join(n, ",")
+	}
+	if ir := cs.InitializeResult(); ir.Instructions != "Ask for the old prompt." || ir.Capabilities.Completions == nil {
+		t.Fatalf("initialize: instructions %q, completions %v", ir.Instructions, ir.Capabilities.Completions)
+	}
+	cr, err := cs.Complete(ctx, &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/prompt", Name: "old"}, Argument: mcp.CompleteParamsArgument{Name: "x", Value: "ab"}})
+	if err != nil || len(cr.Completion.Values) != 1 || cr.Completion.Values[0] != "ab-completed" {
+		t.Fatalf("completion/complete: %v %+v", err, cr)
 	}
 	if got := names(); got != "old" {
 		t.Fatalf("first list: %q", got)
