@@ -69,9 +69,9 @@ type StdioConfig struct {
 	// notification without a known progress token, and a server-to-client
 	// request while not exactly one call is in flight (a request while one
 	// call is in flight goes to that call's onMessage, and so does a legacy
-	// child's log message). By default a
-	// notification is logged by method and a request is refused with
-	// RefuseServerRequest (RefuseOutsideCall for a legacy child).
+	// child's log message). By default a notification is logged by method
+	// and a request is refused with RefuseServerRequest (RefuseOutsideCall
+	// for a legacy child).
 	Unrouted func(raw []byte)
 	// Roots declares the roots capability in a legacy child's initialize,
 	// so that it may ask roots/list during a call (off: see LegacyCapabilities).
@@ -964,18 +964,14 @@ func (s *Stdio) unrouted(c *child, m *rpcMessage) {
 // behalf of one of its calls, as an input round, and answers at once
 // rather than leave the server waiting.
 func RefuseOutsideCall(id []byte, method string) []byte {
-	msg := "mrtr-wasm proxy: " + method + " arrived outside any single call; the proxy asks its clients only during one of their calls, so there is nobody to ask now"
-	b, _ := json.Marshal(msg)
-	return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":%s}}`, id, b)
+	return refusal(id, "mrtr-wasm proxy: "+method+" arrived outside any single call; the proxy asks its clients only during one of their calls, so there is nobody to ask now")
 }
 
 // RefuseUndeclared is the error reply to a legacy upstream's request for a
 // capability the proxy did not declare to it (roots without
 // --upstream-roots): no client is asked.
 func RefuseUndeclared(id []byte, method string) []byte {
-	msg := "mrtr-wasm proxy: " + method + " needs a capability that was not declared to this server"
-	b, _ := json.Marshal(msg)
-	return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":%s}}`, id, b)
+	return refusal(id, "mrtr-wasm proxy: "+method+" needs a capability that was not declared to this server")
 }
 
 // LegacyCapabilities are the client capabilities the proxy declares in its
@@ -997,7 +993,11 @@ func LegacyCapabilities(roots bool) string {
 // from an upstream speaking to the proxy: it tells the server's author
 // what to do instead.
 func RefuseServerRequest(id []byte, method string) []byte {
-	msg := "server-to-client requests (" + method + ") are not supported by this MCP 2026-07-28 proxy: return a result with resultType \"input_required\" and inputRequests instead"
+	return refusal(id, "server-to-client requests ("+method+") are not supported by this MCP 2026-07-28 proxy: return a result with resultType \"input_required\" and inputRequests instead")
+}
+
+// refusal is a -32601 error reply to the upstream's request id.
+func refusal(id []byte, msg string) []byte {
 	b, _ := json.Marshal(msg)
 	return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":%s}}`, id, b)
 }
