@@ -15,6 +15,7 @@ import { mkdtempSync, writeFileSync, mkdirSync, rmSync, readFileSync, existsSync
 import { tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { createServer } from 'node:net';
 
 const BIN = process.env.MRTR_BIN;
 const ALICE = 'tok-alice-upstream-9d1c4e';
@@ -23,17 +24,30 @@ const here = dirname(fileURLToPath(import.meta.url));
 const work = mkdtempSync(join(tmpdir(), 'mrtr-legacy-up-'));
 const procs = [];
 
+// freePort is a loopback port the system just gave out and took back.
+async function freePort() {
+  const srv = createServer();
+  await new Promise((r) => srv.listen(0, '127.0.0.1', r));
+  const { port } = srv.address();
+  await new Promise((r) => srv.close(r));
+  return port;
+}
+
+// startProxy runs the proxy on a port the system picks (read from its
+// "listening" log line), so that parallel runs never collide.
 async function startProxy(child, flags = []) {
-  const port = 20000 + Math.floor(Math.random() * 30000);
   let logs = '';
   const upstreamArgs = child ? ['--', process.execPath, ...child] : [];
-  const p = spawn(BIN, ['proxy', '--addr', `127.0.0.1:${port}`, '--auth-tokens', join(work, 'tokens.json'),
+  const p = spawn(BIN, ['proxy', '--addr', '127.0.0.1:0', '--auth-tokens', join(work, 'tokens.json'),
     '--log-format', 'text', '--keys', join(work, 'keys'), ...flags, ...upstreamArgs], { stdio: ['ignore', 'ignore', 'pipe'] });
   p.stderr.on('data', (d) => { logs += d; });
   procs.push(p);
-  const base = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 600; i++) {
-    try { if ((await fetch(`${base}/healthz`)).ok) return { base, logs: () => logs }; } catch { /* not up yet */ }
+  for (let i = 0; i < 600 && p.exitCode === null && p.signalCode === null; i++) {
+    const addr = logs.match(/msg=listening mcp=http:\/\/(127\.0\.0\.1:\d+)\/mcp/);
+    if (addr) {
+      const base = `http://${addr[1]}`;
+      try { if ((await fetch(`${base}/healthz`)).ok) return { base, logs: () => logs }; } catch { /* not up yet */ }
+    }
     await new Promise((r) => setTimeout(r, 250));
   }
   throw new Error('the proxy did not become healthy:\n' + logs);
@@ -56,18 +70,25 @@ before(async () => {
   rootsAsker = await startProxy([join(here, 'legacy-server.mjs')], ['--upstream-env-pass', 'LEGACY_SERVER_LOG', '--upstream-roots']);
   rootsEverything = await startProxy([join(here, 'node_modules/@modelcontextprotocol/server-everything/dist/index.js'), 'stdio'], ['--upstream-roots']);
   // server-everything over Streamable HTTP: a legacy HTTP upstream.
-  const uport = 20000 + Math.floor(Math.random() * 30000);
-  const up = spawn(process.execPath, [join(here, 'node_modules/@modelcontextprotocol/server-everything/dist/index.js'), 'streamableHttp'],
-    { env: { ...process.env, PORT: String(uport) }, stdio: ['ignore', 'ignore', 'pipe'] });
-  procs.push(up);
-  for (let i = 0; i < 200; i++) {
-    try { await fetch(`http://127.0.0.1:${uport}/mcp`, { method: 'GET' }); break; } catch { await new Promise((r) => setTimeout(r, 100)); }
+  // It takes its port from PORT and cannot report one the system picked:
+  // a port just freed, again if another process took it meanwhile.
+  let uport;
+  for (let attempt = 0; attempt < 5 && !uport; attempt++) {
+    const port = await freePort();
+    const up = spawn(process.execPath, [join(here, 'node_modules/@modelcontextprotocol/server-everything/dist/index.js'), 'streamableHttp'],
+      { env: { ...process.env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'pipe'] });
+    procs.push(up);
+    for (let i = 0; i < 200 && up.exitCode === null; i++) {
+      try { await fetch(`http://127.0.0.1:${port}/mcp`, { method: 'GET' }); uport = port; break; } catch { await new Promise((r) => setTimeout(r, 100)); }
+    }
   }
+  assert.ok(uport, 'server-everything over HTTP did not start');
   overHTTP = await startProxy(null, ['--upstream', `http://127.0.0.1:${uport}/mcp`]);
 });
 
 after(async () => {
   for (const p of procs) {
+    if (p.exitCode !== null || p.signalCode !== null) continue;
     p.kill('SIGTERM');
     await new Promise((r) => p.once('exit', r));
   }
