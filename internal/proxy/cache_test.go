@@ -351,6 +351,97 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	return http.DefaultTransport.RoundTrip(r)
 }
 
+// discoverAs sends server/discover as tok and returns the result.
+func discoverAs(t testing.TB, base, tok string) map[string]json.RawMessage {
+	t.Helper()
+	body := `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+	req, _ := http.NewRequest("POST", base+"/mcp", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", "server/discover")
+	req.Header.Set("Authorization", "Bearer "+tok)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var m struct {
+		Result map[string]json.RawMessage `json:"result"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&m); err != nil || m.Result == nil {
+		t.Fatalf("server/discover: %v %+v", err, m)
+	}
+	return m.Result
+}
+
+// TestDiscoverIsTheProxys: server/discover is the proxy's own, built from
+// the upstream's (fetched as the caller, cached as it allows).
+func TestDiscoverIsTheProxys(t *testing.T) {
+	u := &principalUpstream{scope: "private", ttl: 60_000}
+	base := principalProxy(t, u.serve(t).URL, 0)
+	r := discoverAs(t, base, aliceToken)
+	want := map[string]string{
+		"resultType":        `"complete"`,
+		"supportedVersions": `["2026-07-28","2025-11-25","2025-06-18"]`,
+		// the tasks extension is not carried; the rest is
+		"capabilities": `{"experimental":{"x":{}},"extensions":{"com.example/ext":{"a":1}},"logging":{},"tools":{"listChanged":true}}`,
+		"instructions": `"Ask alice."`,
+		"cacheScope":   `"private"`,
+		"_meta": `{"com.example/note":"kept","io.modelcontextprotocol/serverInfo":{"name":"upstream-for-alice","version":"7"},` +
+			`"mrtr-wasm/proxy":{"name":"mrtr-wasm-proxy","upstreamProtocolVersion":"2026-07-28","version":"9.9.9"}}`,
+	}
+	for k, v := range want {
+		if got := compact(r[k]); got != v {
+			t.Errorf("%s = %s, want %s", k, got, v)
+		}
+	}
+	var ttl int64
+	if json.Unmarshal(r["ttlMs"], &ttl) != nil || ttl <= 0 || ttl > 60_000 {
+		t.Errorf("ttlMs = %s, want what is left of the upstream's 60000", r["ttlMs"])
+	}
+	discoverAs(t, base, aliceToken)
+	if b := discoverAs(t, base, bobToken); compact(b["instructions"]) != `"Ask bob."` {
+		t.Errorf("bob got alice's private discover: %s", b["instructions"])
+	}
+	if _, d := u.counts(); d["alice"] != 1 || d["bob"] != 1 {
+		t.Errorf("server/discover fetches %v, want alice 1 and bob 1", d)
+	}
+
+	u = &principalUpstream{scope: "public", ttl: 0}
+	base = principalProxy(t, u.serve(t).URL, 0)
+	r = discoverAs(t, base, aliceToken)
+	if compact(r["cacheScope"]) != `"public"` || compact(r["ttlMs"]) != `0` {
+		t.Errorf("from a public ttlMs 0 discover: cacheScope %s, ttlMs %s", r["cacheScope"], r["ttlMs"])
+	}
+}
+
+// TestLegacyDiscover: a 2025 upstream's initialize result becomes the
+// same kind of DiscoverResult, without what a 2025 session cannot carry.
+func TestLegacyDiscover(t *testing.T) {
+	p := &Proxy{cfg: Config{Version: "1.2.3"}}
+	init := `{"protocolVersion":"2025-11-25","capabilities":{"tools":{"listChanged":true},"resources":{"subscribe":true,"listChanged":true},"logging":{},"completions":{},"tasks":{"list":{}}},` +
+		`"serverInfo":{"name":"everything","version":"2026.8.31"},"instructions":"Hello."}`
+	var r map[string]json.RawMessage
+	if err := json.Unmarshal(p.discoverResult(json.RawMessage(init), true, cacheHint{public: true, ttl: legacyDiscoverTTL}, legacyDiscoverTTL), &r); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"capabilities":      `{"completions":{},"resources":{},"tools":{}}`,
+		"supportedVersions": `["2026-07-28","2025-11-25","2025-06-18"]`,
+		"instructions":      `"Hello."`,
+		"cacheScope":        `"public"`,
+		"ttlMs":             `60000`,
+		"_meta": `{"io.modelcontextprotocol/serverInfo":{"name":"everything","version":"2026.8.31"},` +
+			`"mrtr-wasm/proxy":{"name":"mrtr-wasm-proxy","upstreamProtocolVersion":"2025-11-25","version":"1.2.3"}}`,
+	}
+	for k, v := range want {
+		if got := compact(r[k]); got != v {
+			t.Errorf("%s = %s, want %s", k, got, v)
+		}
+	}
+}
+
 func compact(raw json.RawMessage) string {
 	var v any
 	if json.Unmarshal(raw, &v) != nil {

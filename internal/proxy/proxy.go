@@ -45,10 +45,11 @@ type Config struct {
 	Logger           *slog.Logger
 	// Registry receives the metrics (a fresh one when nil).
 	Registry *prometheus.Registry
-	// ToolsTTL bounds how long the upstream's tools/list stays cached
-	// (default 1 min); within it its own ttlMs and cacheScope decide.
+	// ToolsTTL bounds how long the upstream's tools/list and
+	// server/discover stay cached (default 1 min); within it their own
+	// ttlMs and cacheScope decide.
 	ToolsTTL time.Duration
-	// Version is the proxy's (default "dev").
+	// Version is the proxy's, in its server/discover (default "dev").
 	Version string
 	// SessionIdle closes a legacy (2025-era) client's session after this
 	// long without a request (default 10 min); MaxSessions caps live
@@ -73,6 +74,9 @@ type Proxy struct {
 	upID    string
 	legacy  *legacyFront
 	pending pendingRounds // rounds of a legacy upstream waiting for their retry
+
+	// the upstream's server/discover, for the proxy's own
+	discovery *scopedCache[json.RawMessage]
 }
 
 type upMetrics struct {
@@ -115,6 +119,7 @@ func New(cfg Config) (*Proxy, error) {
 	}
 	cfg.Registry.MustRegister(p.up.calls, p.up.seconds, p.up.refused, p.up.rounds)
 	p.tools = newScopedCache[toolList](maxPrivateCached, cfg.ToolsTTL)
+	p.discovery = newScopedCache[json.RawMessage](maxPrivateCached, cfg.ToolsTTL)
 	if p.cfg.Version == "" {
 		p.cfg.Version = "dev"
 	}
