@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -15,6 +16,8 @@ import (
 // maxPrivateCached bounds the principals whose own tools/list (or
 // server/discover) the proxy keeps at once.
 const maxPrivateCached = 1024
+
+var xMCPHeader = []byte(`"x-mcp-header"`)
 
 // toolList is the upstream's tools/list as one principal may see it: the
 // x-mcp-header annotations for the Mcp-Param-* header checks, and the
@@ -97,6 +100,12 @@ func (p *Proxy) fetchTools(ctx context.Context, h http.Header, principal string)
 			return toolList{}, cacheHint{}, upstream.Errorf(upstream.CodeBadResponse, "the upstream answered tools/list with an error", nil)
 		}
 		for _, raw := range r.Result.Tools {
+			out.tools = append(out.tools, raw)
+			if !bytes.Contains(raw, xMCPHeader) {
+				// Most tools mirror nothing: their schemas are not walked
+				// (with ttlMs 0 this runs for every tools/call).
+				continue
+			}
 			var t struct {
 				Name        string          `json:"name"`
 				InputSchema json.RawMessage `json:"inputSchema"`
@@ -104,7 +113,6 @@ func (p *Proxy) fetchTools(ctx context.Context, h http.Header, principal string)
 			if json.Unmarshal(raw, &t) != nil || t.Name == "" {
 				continue
 			}
-			out.tools = append(out.tools, raw)
 			if ph := mcphttp.ParamHeadersOf(t.InputSchema); len(ph) > 0 {
 				out.params[t.Name] = ph
 			}
