@@ -1,8 +1,8 @@
 package proxy
 
 // Legacy clients (2025-11-25, 2025-06-18) on the proxy: they get a session
-// from the SDK's stateful handler, whose tools mirror the upstream's. Each
-// call goes through the proxy's own guarded path (Handle) as a 2026-07-28
+// from the SDK's stateful handler, whose tools/list is the upstream's as
+// the session's principal sees it. Each call goes through the proxy's own guarded path (Handle) as a 2026-07-28
 // request built from the session, and its input rounds are fulfilled on
 // the session (internal/legacy), so a legacy client meets the same checks,
 // sealing, re-asks and ledger as a modern one.
@@ -12,9 +12,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
-	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -24,106 +22,82 @@ import (
 	"github.com/mrtr-wasm/mrtr-wasm/internal/server"
 )
 
-// legacyFront is the SDK server legacy sessions talk to.
+// legacyFront is the SDK server legacy sessions talk to. It holds no
+// tools of its own: a session's tools/list and tools/call are answered by
+// legacyTools, so the list a session sees is its principal's (an
+// upstream's private list is never shown to another principal).
 type legacyFront struct {
 	srv     *mcp.Server
-	mu      sync.Mutex
-	tools   map[string]bool
-	fresh   time.Time
 	callSeq atomic.Int64
 }
 
 func (p *Proxy) newLegacyFront() *legacyFront {
-	return &legacyFront{
-		srv: mcp.NewServer(&mcp.Implementation{Name: "mrtr-wasm-proxy", Version: "dev"}, &mcp.ServerOptions{
-			SupportedProtocolVersions: legacy.ProtocolVersions,
-		}),
-		tools: map[string]bool{},
+	srv := mcp.NewServer(&mcp.Implementation{Name: "mrtr-wasm-proxy", Version: p.cfg.Version}, &mcp.ServerOptions{
+		SupportedProtocolVersions: legacy.ProtocolVersions,
+		// No listChanged: the list is read from the upstream when asked.
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}, Logging: &mcp.LoggingCapabilities{}},
+	})
+	srv.AddReceivingMiddleware(p.legacyTools)
+	return &legacyFront{srv: srv}
+}
+
+// legacyTools answers a session's tools/list with the upstream's tools as
+// the session's principal sees them (cached as the upstream's cacheScope
+// and ttlMs allow), and sends its tools/call through the guarded path,
+// answering its input rounds on the session.
+func (p *Proxy) legacyTools(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		switch r := req.(type) {
+		case *mcp.ListToolsRequest:
+			principal, h := p.legacyPrincipal(r.Extra)
+			e := p.toolList(ctx, h, principal)
+			if e.err != nil {
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the upstream's tools could not be listed (retry)"}
+			}
+			res := &mcp.ListToolsResult{Tools: make([]*mcp.Tool, 0, len(e.v.tools))}
+			for _, raw := range e.v.tools {
+				if t := new(mcp.Tool); json.Unmarshal(raw, t) == nil {
+					res.Tools = append(res.Tools, t)
+				}
+			}
+			return res, nil
+		case *mcp.CallToolRequest:
+			return p.legacyCall(ctx, r)
+		}
+		return next(ctx, method, req)
 	}
 }
 
-// refresh mirrors the upstream's tools (at most once per tools TTL).
-func (p *Proxy) refreshLegacyTools(ctx context.Context) {
-	f := p.legacy
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if time.Since(f.fresh) < p.tools.ttl {
-		return
-	}
-	tools, err := p.listToolDefs(ctx)
-	if err != nil {
-		p.log.Warn("legacy session: the upstream's tools could not be listed", "error", errText(err))
-		return
-	}
-	seen := map[string]bool{}
-	for _, t := range tools {
-		seen[t.Name] = true
-		f.srv.AddTool(t, p.legacyTool(t.Name))
-	}
-	var gone []string
-	for name := range f.tools {
-		if !seen[name] {
-			gone = append(gone, name)
+// legacyPrincipal is who calls on a session, and the headers that go
+// upstream for them.
+func (p *Proxy) legacyPrincipal(extra *mcp.RequestExtra) (string, http.Header) {
+	principal := server.Anonymous
+	in := http.Header{}
+	if extra != nil {
+		if extra.TokenInfo != nil && extra.TokenInfo.UserID != "" {
+			principal = extra.TokenInfo.UserID
+		}
+		if extra.Header != nil {
+			in = extra.Header
 		}
 	}
-	f.srv.RemoveTools(gone...)
-	f.tools, f.fresh = seen, time.Now()
+	return principal, p.upstreamHeaders(in, principal)
 }
 
-// listToolDefs reads the upstream's tools/list (every page) as SDK tools.
-func (p *Proxy) listToolDefs(ctx context.Context) ([]*mcp.Tool, error) {
-	var out []*mcp.Tool
-	h := http.Header{"Mcp-Method": {"tools/list"}, "Mcp-Protocol-Version": {mcphttp.ProtocolVersion}}
-	cursor := ""
-	for page := 0; page < 20; page++ {
-		params := map[string]any{"_meta": map[string]any{mcphttp.MetaProtocolVersion: mcphttp.ProtocolVersion, mcphttp.MetaClientCapabilities: map[string]any{}}}
-		if cursor != "" {
-			params["cursor"] = cursor
-		}
-		pb, _ := json.Marshal(params)
-		msg := `{"jsonrpc":"2.0","id":"mrtr-proxy-legacy-tools-` + strconv.Itoa(page) + `","method":"tools/list","params":` + string(pb) + `}`
-		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		resp, err := p.cfg.Upstream.Call(cctx, []byte(msg), h, nil)
-		cancel()
-		if err != nil {
-			return nil, err
-		}
-		var r struct {
-			Result struct {
-				Tools      []*mcp.Tool `json:"tools"`
-				NextCursor string      `json:"nextCursor"`
-			} `json:"result"`
-		}
-		if err := json.Unmarshal(resp, &r); err != nil {
-			return nil, err
-		}
-		out = append(out, r.Result.Tools...)
-		if r.Result.NextCursor == "" {
-			break
-		}
-		cursor = r.Result.NextCursor
-	}
-	return out, nil
-}
-
-// legacyTool forwards a legacy session's tools/call through the guarded
+// legacyCall forwards a legacy session's tools/call through the guarded
 // path, answering its input rounds on the session.
-func (p *Proxy) legacyTool(name string) mcp.ToolHandler {
-	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		principal := server.Anonymous
-		if req.Extra != nil && req.Extra.TokenInfo != nil && req.Extra.TokenInfo.UserID != "" {
-			principal = req.Extra.TokenInfo.UserID
-		}
-		caps := legacy.Capabilities(req.Session.InitializeParams())
-		args := req.Params.Arguments
-		if len(args) == 0 {
-			args = json.RawMessage("{}")
-		}
-		observe := func(result string) { p.metrics.LegacyRounds.WithLabelValues(result).Inc() }
-		return legacy.Run(ctx, req.Session, p.log, observe, name, func(ctx context.Context, responses json.RawMessage, state string) (*mcp.CallToolResult, error) {
-			return p.forwardLegacy(ctx, name, args, caps, responses, state, principal)
-		})
+func (p *Proxy) legacyCall(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	principal, _ := p.legacyPrincipal(req.Extra)
+	name := req.Params.Name
+	caps := legacy.Capabilities(req.Session.InitializeParams())
+	args := req.Params.Arguments
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
 	}
+	observe := func(result string) { p.metrics.LegacyRounds.WithLabelValues(result).Inc() }
+	return legacy.Run(ctx, req.Session, p.log, observe, name, func(ctx context.Context, responses json.RawMessage, state string) (*mcp.CallToolResult, error) {
+		return p.forwardLegacy(ctx, name, args, caps, responses, state, principal)
+	})
 }
 
 // forwardLegacy runs one 2026-07-28 tools/call built from a legacy

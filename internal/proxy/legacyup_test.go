@@ -3,8 +3,6 @@ package proxy
 import (
 	"context"
 	"encoding/json"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,18 +31,7 @@ func TestLegacyRoundExpires(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { up.Close() })
-	p, err := New(Config{Guard: newGuard(t), Upstream: up, PendingTTL: 300 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: p.Handler()}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	base := "http://" + ln.Addr().String()
+	base, p := serveProxy(t, Config{Guard: newGuard(t), Upstream: up, PendingTTL: 300 * time.Millisecond})
 
 	r1, _ := callTool(t, base, "trigger-elicitation-request", "{}", "")
 	var ir struct {
