@@ -69,10 +69,12 @@ const failBackoff = 5 * time.Second
 
 // scopedCache keeps one public value and, for results that are not
 // public, a value per principal: at most max of them, none for longer
-// than maxAge (the proxy's own bound; the upstream's ttl decides within
-// it). Concurrent misses for one principal share one fetch.
+// than maxAge nor (when minAge > 0) for less than minAge: the proxy's own
+// bounds; the upstream's ttl decides within them. Concurrent misses for
+// one principal share one fetch.
 type scopedCache[T any] struct {
 	max    int
+	minAge time.Duration
 	maxAge time.Duration
 
 	mu      sync.Mutex
@@ -81,8 +83,8 @@ type scopedCache[T any] struct {
 	flights map[string]*flight[T]
 }
 
-func newScopedCache[T any](max int, maxAge time.Duration) *scopedCache[T] {
-	return &scopedCache[T]{max: max, maxAge: maxAge, private: map[string]*cached[T]{}, flights: map[string]*flight[T]{}}
+func newScopedCache[T any](limit int, minAge, maxAge time.Duration) *scopedCache[T] {
+	return &scopedCache[T]{max: limit, minAge: min(max(minAge, 0), maxAge), maxAge: maxAge, private: map[string]*cached[T]{}, flights: map[string]*flight[T]{}}
 }
 
 // get returns the value fresh for principal, fetching it (as principal:
@@ -114,14 +116,14 @@ func (c *scopedCache[T]) get(ctx context.Context, principal string, fetch func(c
 	// The fetch outlives a caller that gives up: others may wait for it.
 	v, hint, err := fetch(context.WithoutCancel(ctx))
 	now = time.Now()
-	e := &cached[T]{v: v, err: err, hint: hint, fetched: now, exp: now.Add(min(hint.ttl, c.maxAge))}
+	e := &cached[T]{v: v, err: err, hint: hint, fetched: now, exp: now.Add(min(max(hint.ttl, c.minAge), c.maxAge))}
 	if err != nil {
 		e.hint, e.exp = cacheHint{}, now.Add(min(failBackoff, c.maxAge))
 	}
 	c.mu.Lock()
 	delete(c.flights, principal)
 	switch {
-	case !e.exp.After(now): // ttlMs 0: stale at once, kept by nobody
+	case !e.exp.After(now): // ttlMs 0 without a floor: stale at once, kept by nobody
 	case err == nil && hint.public:
 		c.public = e
 		delete(c.private, principal)

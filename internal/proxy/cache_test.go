@@ -39,7 +39,7 @@ func TestScopedCache(t *testing.T) {
 		get := func(c *scopedCache[string], who string) string { return c.get(ctx, who, fetch(who)).v }
 
 		// Private (the default): each principal its own.
-		c := newScopedCache[string](3, time.Hour)
+		c := newScopedCache[string](3, 0, time.Hour)
 		hint = cacheHint{ttl: time.Minute}
 		if get(c, "alice") != "list of alice" || get(c, "bob") != "list of bob" || get(c, "alice") != "list of alice" {
 			t.Fatal("a private value was served to another principal")
@@ -66,7 +66,7 @@ func TestScopedCache(t *testing.T) {
 		}
 
 		// Public: fetched for one, served to all, for its ttl.
-		c = newScopedCache[string](3, time.Hour)
+		c = newScopedCache[string](3, 0, time.Hour)
 		fetches.Store(0)
 		hint = cacheHint{public: true, ttl: time.Minute}
 		if get(c, "alice") != "list of alice" || get(c, "bob") != "list of alice" || fetches.Load() != 1 {
@@ -78,7 +78,7 @@ func TestScopedCache(t *testing.T) {
 		}
 
 		// ttl 0: stale at once.
-		c = newScopedCache[string](3, time.Hour)
+		c = newScopedCache[string](3, 0, time.Hour)
 		fetches.Store(0)
 		hint = cacheHint{public: true}
 		get(c, "alice")
@@ -87,8 +87,27 @@ func TestScopedCache(t *testing.T) {
 			t.Fatalf("ttl 0: %d fetches and %d kept, want 2 and 0", fetches.Load(), c.size())
 		}
 
+		// ttl 0 under the proxy's floor: kept for the floor, per
+		// principal when private, and not a moment longer.
+		c = newScopedCache[string](3, time.Second, time.Hour)
+		fetches.Store(0)
+		hint = cacheHint{}
+		if get(c, "alice") != "list of alice" || get(c, "alice") != "list of alice" || get(c, "bob") != "list of bob" || fetches.Load() != 2 {
+			t.Fatalf("ttl 0 with a 1 s floor: %d fetches, want 2 (alice once, bob once)", fetches.Load())
+		}
+		time.Sleep(time.Second - time.Millisecond)
+		get(c, "alice")
+		if fetches.Load() != 2 {
+			t.Fatal("refetched within the floor")
+		}
+		time.Sleep(time.Millisecond)
+		get(c, "alice")
+		if fetches.Load() != 3 {
+			t.Fatal("kept past the floor")
+		}
+
 		// The proxy's bound is shorter than the upstream's ttl.
-		c = newScopedCache[string](3, time.Second)
+		c = newScopedCache[string](3, 0, time.Second)
 		fetches.Store(0)
 		hint = cacheHint{ttl: time.Hour}
 		get(c, "alice")
@@ -99,7 +118,7 @@ func TestScopedCache(t *testing.T) {
 		}
 
 		// Concurrent misses share one fetch, even with ttl 0.
-		c = newScopedCache[string](3, time.Hour)
+		c = newScopedCache[string](3, 0, time.Hour)
 		fetches.Store(0)
 		hint = cacheHint{}
 		release := make(chan struct{})
@@ -121,7 +140,7 @@ func TestScopedCache(t *testing.T) {
 		}
 
 		// A failure is remembered for failBackoff, for that principal.
-		c = newScopedCache[string](3, time.Hour)
+		c = newScopedCache[string](3, 0, time.Hour)
 		fetches.Store(0)
 		boom := func(context.Context) (string, cacheHint, error) {
 			fetches.Add(1)
@@ -218,7 +237,7 @@ func principalProxy(t testing.TB, upURL string, toolsTTL time.Duration) string {
 		t.Fatal(err)
 	}
 	base, _ := serveProxy(t, Config{Guard: newGuard(t), Upstream: httpUpstream(t, upURL), Auth: identity.NewTokenAuthenticator(tokens, nil),
-		ForwardPrincipal: "X-Principal", ToolsTTL: toolsTTL, Version: "9.9.9"})
+		ForwardPrincipal: "X-Principal", ToolsTTL: toolsTTL, ToolsMinTTL: -1, Version: "9.9.9"})
 	return base
 }
 

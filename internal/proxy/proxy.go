@@ -49,6 +49,12 @@ type Config struct {
 	// server/discover stay cached (default 1 min); within it their own
 	// ttlMs and cacheScope decide.
 	ToolsTTL time.Duration
+	// ToolsMinTTL is the least time they stay cached, even when the
+	// upstream says ttlMs 0 ("stale at once; the client MAY re-fetch
+	// every time"): without it a ttlMs-0 upstream costs a tools/list
+	// round trip on every tools/call. Default (0) 1 s; negative: none,
+	// re-fetch whenever the upstream's ttlMs has run out.
+	ToolsMinTTL time.Duration
 	// Version is the proxy's, in its server/discover (default "dev").
 	Version string
 	// SessionIdle closes a legacy (2025-era) client's session after this
@@ -100,6 +106,9 @@ func New(cfg Config) (*Proxy, error) {
 	if cfg.ToolsTTL <= 0 {
 		cfg.ToolsTTL = time.Minute
 	}
+	if cfg.ToolsMinTTL == 0 {
+		cfg.ToolsMinTTL = time.Second
+	}
 	p := &Proxy{cfg: cfg, log: cfg.Logger, metrics: server.NewMetrics(cfg.Registry), upID: cfg.Upstream.ID()}
 	p.cfg.Upstream = upstream.Traced(cfg.Upstream, cfg.Telemetry)
 	p.up = &upMetrics{
@@ -118,8 +127,8 @@ func New(cfg Config) (*Proxy, error) {
 		}, []string{"outcome"}),
 	}
 	cfg.Registry.MustRegister(p.up.calls, p.up.seconds, p.up.refused, p.up.rounds)
-	p.tools = newScopedCache[toolList](maxPrivateCached, cfg.ToolsTTL)
-	p.discovery = newScopedCache[json.RawMessage](maxPrivateCached, cfg.ToolsTTL)
+	p.tools = newScopedCache[toolList](maxPrivateCached, cfg.ToolsMinTTL, cfg.ToolsTTL)
+	p.discovery = newScopedCache[json.RawMessage](maxPrivateCached, cfg.ToolsMinTTL, cfg.ToolsTTL)
 	if p.cfg.Version == "" {
 		p.cfg.Version = "dev"
 	}
