@@ -175,9 +175,13 @@ test('server-everything: its URL-mode elicitation works through the proxy', asyn
 
 test('server-everything: server/discover is answered from what it said at initialize', async () => {
   const d = await rpc(everything.base, ALICE, 'server/discover', {});
-  assert.deepEqual(d.result.supportedVersions, ['2026-07-28'], JSON.stringify(d));
+  // The proxy's versions: 2026-07-28, and the 2025 ones on sessions.
+  assert.deepEqual(d.result.supportedVersions, ['2026-07-28', '2025-11-25', '2025-06-18'], JSON.stringify(d));
   assert.equal(d.result.resultType, 'complete');
   assert.ok(d.result.capabilities.tools, 'its tools capability');
+  assert.equal(d.result.capabilities.logging, undefined, 'a 2025 server\'s logging cannot be carried');
+  assert.equal(d.result._meta['io.modelcontextprotocol/serverInfo'].name, 'mcp-servers/everything');
+  assert.equal(d.result._meta['mrtr-wasm/proxy'].upstreamProtocolVersion, '2025-11-25');
 });
 
 test('server-filesystem: its tools work through the proxy', async () => {

@@ -277,8 +277,6 @@ type Sessions struct {
 	Max     int
 	// Refused is called for each initialize refused at the cap.
 	Refused func()
-	// Opening is called before a new session's initialize is served.
-	Opening func(r *http.Request)
 }
 
 func (s *Sessions) live() int {
@@ -351,9 +349,6 @@ func Router(modern http.Handler, s *Sessions, maxBody int64) http.Handler {
 				w.WriteHeader(http.StatusServiceUnavailable)
 				fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":"too many sessions: try again later"}}`, p.ID, CodeServerBusy)
 				return
-			}
-			if s.Opening != nil {
-				s.Opening(r)
 			}
 		}
 		s.Handler.ServeHTTP(w, r)

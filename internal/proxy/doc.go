@@ -9,10 +9,10 @@
 // round reaches the upstream at most once through the replay ledger
 // (host.OnceForward).
 //
-// Both eras: a 2025-11-25 client gets a session whose tools, prompts,
-// resources and completion mirror the upstream's (legacy.go); a 2025-11-25
-// upstream's server-to-client request in the middle of a call becomes a
-// round (legacyup.go). A server-to-client request outside a call has
+// Both eras: a 2025-11-25 client gets a session whose requests are
+// answered from the upstream as its principal sees it (legacy.go); a
+// 2025-11-25 upstream's server-to-client request in the middle of a call
+// becomes a round (legacyup.go). A server-to-client request outside a call has
 // nobody to ask, since a 2026-07-28 client is there only during its own
 // requests: a stdio child's request is taken as a call's only when exactly
 // one call is open on that principal's child (upstream.Stdio), else it is

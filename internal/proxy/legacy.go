@@ -1,10 +1,10 @@
 package proxy
 
 // Legacy clients (2025-11-25, 2025-06-18) on the proxy: they get a session
-// from the SDK's stateful handler, whose tools, prompts, resources and
-// resource templates mirror the upstream's (and its instructions, and
-// completion when the upstream declared it). Each request goes through the proxy's own guarded
-// path (Handle) as a 2026-07-28 request built from the session; a request
+// from the SDK's stateful handler, which holds nothing of the upstream's:
+// every request of the session is answered from the upstream as the
+// session's principal sees it (legacyMiddleware). A request becomes a
+// 2026-07-28 request through the proxy's own guarded path (Handle); one
 // that may ask (tools/call, prompts/get, resources/read) has its input
 // rounds fulfilled on the session (internal/legacy), so a legacy client
 // meets the same checks, sealing, re-asks and ledger as a modern one.
@@ -18,10 +18,10 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"reflect"
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -31,129 +31,75 @@ import (
 	"github.com/mrtr-wasm/mrtr-wasm/internal/server"
 )
 
-// legacyFront is the SDK server legacy sessions talk to.
+// legacyFront is the SDK server legacy sessions talk to. It holds no
+// tools, prompts or resources of its own, so what a session sees is its
+// principal's (an upstream's private list is never shown to another
+// principal).
 type legacyFront struct {
-	srv *mcp.Server
-	mu  sync.Mutex
-	// what is mirrored now, by name (URI, URI template): its definition as
-	// the upstream listed it, so that an unchanged item is not re-added
-	// (each change notifies every session)
-	tools, prompts, resources, templates map[string]string
-	fresh                                time.Time
-	discovered                           atomic.Pointer[upstreamInfo] // a 2026-07-28 HTTP upstream's server/discover
-	callSeq                              atomic.Int64
-	levels                               sync.Map // *mcp.ServerSession -> mcp.LoggingLevel, from logging/setLevel
+	srv     *mcp.Server
+	callSeq atomic.Int64
+	levels  sync.Map // *mcp.ServerSession -> mcp.LoggingLevel, from logging/setLevel
 }
 
 func (p *Proxy) newLegacyFront() *legacyFront {
-	f := &legacyFront{tools: map[string]string{}, prompts: map[string]string{}, resources: map[string]string{}, templates: map[string]string{}}
-	opts := &mcp.ServerOptions{SupportedProtocolVersions: legacy.ProtocolVersions}
-	// Offered when the upstream may have it; initialize withdraws it when
-	// the upstream turns out not to (legacyMiddleware).
-	if p.upstreamMayHave("completions") {
-		opts.CompletionHandler = func(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
-			var res *mcp.CompleteResult
-			err := p.forwardPlain(ctx, req.Session, req.Extra, "completion/complete", "", req.Params, &res)
-			return res, err
-		}
-	}
-	f.srv = mcp.NewServer(&mcp.Implementation{Name: "mrtr-wasm-proxy", Version: "dev"}, opts)
-	f.srv.AddReceivingMiddleware(p.legacyMiddleware)
-	return f
-}
-
-// upstreamInfo is what the upstream declared (capabilities, instructions)
-// when the proxy knows it at start: what a stdio child or a legacy HTTP
-// upstream answered. An HTTP upstream of 2026-07-28 is not asked here.
-type upstreamInfo struct {
-	Capabilities map[string]json.RawMessage `json:"capabilities"`
-	Instructions string                     `json:"instructions"`
-}
-
-func (p *Proxy) upstreamCaps() (*upstreamInfo, bool) {
-	d, ok := p.cfg.Upstream.(interface {
-		Discovery() (json.RawMessage, bool)
+	srv := mcp.NewServer(&mcp.Implementation{Name: "mrtr-wasm-proxy", Version: p.cfg.Version}, &mcp.ServerOptions{
+		SupportedProtocolVersions: legacy.ProtocolVersions,
+		// No listChanged: the lists are read from the upstream when asked.
+		// What else a session is offered is the upstream's (initialize in
+		// legacyMiddleware).
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}, Logging: &mcp.LoggingCapabilities{}},
 	})
-	if !ok {
-		return nil, false
-	}
-	raw, _ := d.Discovery()
-	var r upstreamInfo
-	if len(raw) == 0 || json.Unmarshal(raw, &r) != nil {
-		return nil, false
-	}
-	return &r, true
+	srv.AddReceivingMiddleware(p.legacyMiddleware)
+	return &legacyFront{srv: srv}
 }
 
-// upstreamInfoNow is upstreamCaps, or else the upstream's server/discover
-// (asked once it answers; nil while it does not).
-func (p *Proxy) upstreamInfoNow(ctx context.Context) *upstreamInfo {
-	if info, known := p.upstreamCaps(); known {
-		return info
-	}
-	if info := p.legacy.discovered.Load(); info != nil {
-		return info
-	}
-	msg := []byte(`{"jsonrpc":"2.0","id":"mrtr-proxy-legacy-discover","method":"server/discover","params":{"_meta":{"` +
-		mcphttp.MetaProtocolVersion + `":"` + mcphttp.ProtocolVersion + `","` + mcphttp.MetaClientCapabilities + `":{}}}}`)
-	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	resp, err := p.cfg.Upstream.Call(cctx, msg, http.Header{"Mcp-Method": {"server/discover"}, "Mcp-Protocol-Version": {mcphttp.ProtocolVersion}}, nil)
-	var r struct {
-		Result *upstreamInfo `json:"result"`
-	}
-	if err != nil || json.Unmarshal(resp, &r) != nil || r.Result == nil {
-		return nil
-	}
-	p.legacy.discovered.Store(r.Result)
-	return r.Result
-}
-
-// upstreamHas: the upstream is known to have declared the capability.
-func (p *Proxy) upstreamHas(capability string) bool {
-	info, _ := p.upstreamCaps()
-	if info == nil {
-		return false
-	}
-	_, has := info.Capabilities[capability]
-	return has
-}
-
-// upstreamMayHave: false only when the upstream's capabilities are known
-// at start and lack it (saves a call that would fail).
-func (p *Proxy) upstreamMayHave(capability string) bool {
-	_, known := p.upstreamCaps()
-	return !known || p.upstreamHas(capability)
-}
-
-// legacyMiddleware answers initialize with the upstream's instructions
-// and without completion when the upstream has none, reads every
-// resources/read from the upstream (the upstream, not the mirror, says
-// which URIs exist), mirrors the upstream again before a list when the
-// mirror is older than the tools TTL, and notes the level a session sets
-// with logging/setLevel, which its requests then carry.
+// legacyMiddleware answers a session's requests from the upstream, as the
+// session's principal: tools/list from the proxy's cache of the upstream's
+// list; the other lists and completion/complete forwarded as they come;
+// tools/call, prompts/get and resources/read through the guarded path
+// with their rounds answered on the session. initialize offers what the
+// upstream declared, and logging/setLevel is noted for the session's
+// requests to carry.
 func (p *Proxy) legacyMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		switch r := req.(type) {
+		case *mcp.ListToolsRequest:
+			principal, h := p.legacyPrincipal(r.Extra)
+			e := p.toolList(ctx, h, principal)
+			if e.err != nil {
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the upstream's tools could not be listed (retry)"}
+			}
+			res := &mcp.ListToolsResult{Tools: make([]*mcp.Tool, 0, len(e.v.tools))}
+			for _, raw := range e.v.tools {
+				if t := new(mcp.Tool); json.Unmarshal(raw, t) == nil {
+					res.Tools = append(res.Tools, t)
+				}
+			}
+			return res, nil
+		case *mcp.CallToolRequest:
+			return result(forwardAsking[*mcp.CallToolResult](ctx, p, r.Session, r.Extra, "tools/call", r.Params.Name, r.Params))
+		case *mcp.GetPromptRequest:
+			return result(forwardAsking[*mcp.GetPromptResult](ctx, p, r.Session, r.Extra, "prompts/get", r.Params.Name, r.Params))
+		case *mcp.ReadResourceRequest:
+			return result(forwardAsking[*mcp.ReadResourceResult](ctx, p, r.Session, r.Extra, "resources/read", r.Params.URI, r.Params))
+		case *mcp.ListPromptsRequest:
+			return result(forwardPlain[*mcp.ListPromptsResult](ctx, p, r.Session, r.Extra, "prompts/list", r.Params))
+		case *mcp.ListResourcesRequest:
+			return result(forwardPlain[*mcp.ListResourcesResult](ctx, p, r.Session, r.Extra, "resources/list", r.Params))
+		case *mcp.ListResourceTemplatesRequest:
+			return result(forwardPlain[*mcp.ListResourceTemplatesResult](ctx, p, r.Session, r.Extra, "resources/templates/list", r.Params))
+		case *mcp.CompleteRequest:
+			return result(forwardPlain[*mcp.CompleteResult](ctx, p, r.Session, r.Extra, "completion/complete", r.Params))
+		}
 		switch method {
 		case "initialize":
 			res, err := next(ctx, method, req)
 			ir, ok := res.(*mcp.InitializeResult)
-			if err != nil || !ok || ir == nil {
+			if err != nil || !ok || ir == nil || ir.Capabilities == nil {
 				return res, err
 			}
-			if info := p.upstreamInfoNow(ctx); info != nil {
-				ir.Instructions = info.Instructions
-				if _, has := info.Capabilities["completions"]; !has && ir.Capabilities != nil {
-					ir.Capabilities.Completions = nil
-				}
-			}
+			p.offerUpstream(ctx, req.GetExtra(), ir)
 			return ir, nil
-		case "tools/list", "prompts/list", "resources/list", "resources/templates/list":
-			p.refreshLegacy(ctx)
-		case "resources/read":
-			if r, ok := req.(*mcp.ReadResourceRequest); ok && r.Params != nil {
-				return p.legacyResource(ctx, r)
-			}
 		case "logging/setLevel":
 			res, err := next(ctx, method, req)
 			ss, ok := req.GetSession().(*mcp.ServerSession)
@@ -169,159 +115,69 @@ func (p *Proxy) legacyMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
-// refreshLegacy mirrors the upstream's tools, prompts, resources and
-// resource templates (at most once per tools TTL).
-func (p *Proxy) refreshLegacy(ctx context.Context) {
-	f := p.legacy
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if time.Since(f.fresh) < p.tools.ttl {
-		return
+// result is an SDK result or the error, never a typed nil in an interface.
+func result[R mcp.Result](r R, err error) (mcp.Result, error) {
+	if err != nil {
+		return nil, err
 	}
-	ok := true
-	mirror := func(method, field, key string, have *map[string]string, add func(raw json.RawMessage) bool, remove func(...string)) {
-		items, err := p.listAll(ctx, method, field)
-		if err != nil {
-			if je, isRPC := err.(*jsonrpc.Error); isRPC && je.Code == jsonrpc.CodeMethodNotFound {
-				items = nil // the upstream has none of these
-			} else {
-				p.log.Warn("legacy session: the upstream's list could not be read", "method", method, "error", errText(err))
-				ok = false
-				return
-			}
+	return r, nil
+}
+
+// offerUpstream sets a session's initialize result to what the upstream
+// says of itself, as the session's principal may see it (a 2025
+// upstream's initialize result, or a 2026-07-28 upstream's
+// server/discover, cached as that allows): its instructions, and the
+// prompts, resources and completion capabilities when it declared them
+// (never listChanged nor subscribe: the proxy relays neither).
+func (p *Proxy) offerUpstream(ctx context.Context, extra *mcp.RequestExtra, ir *mcp.InitializeResult) {
+	var self json.RawMessage
+	if d, ok := p.cfg.Upstream.(discoverer); ok {
+		if init, legacyUp := d.Discovery(); legacyUp {
+			self = init
 		}
-		now := make(map[string]string, len(items))
-		for _, raw := range items {
-			var id map[string]json.RawMessage
-			var name string
-			if json.Unmarshal(raw, &id) != nil || json.Unmarshal(id[key], &name) != nil || name == "" {
-				continue
-			}
-			if old, seen := (*have)[name]; seen && old == string(raw) {
-				now[name] = old
-				continue
-			}
-			if add(raw) {
-				now[name] = string(raw)
-			}
-		}
-		var gone []string
-		for name := range *have {
-			if _, still := now[name]; !still {
-				gone = append(gone, name)
-			}
-		}
-		if len(gone) > 0 {
-			remove(gone...)
-		}
-		*have = now
 	}
-	mirror("tools/list", "tools", "name", &f.tools, func(raw json.RawMessage) bool {
-		var t mcp.Tool
-		return json.Unmarshal(raw, &t) == nil && p.safeAdd("tool", t.Name, func() { f.srv.AddTool(&t, p.legacyTool(t.Name)) })
-	}, f.srv.RemoveTools)
-	if p.upstreamMayHave("prompts") {
-		mirror("prompts/list", "prompts", "name", &f.prompts, func(raw json.RawMessage) bool {
-			var pr mcp.Prompt
-			return json.Unmarshal(raw, &pr) == nil && p.safeAdd("prompt", pr.Name, func() { f.srv.AddPrompt(&pr, p.legacyPrompt) })
-		}, f.srv.RemovePrompts)
-	}
-	if p.upstreamMayHave("resources") {
-		read := func(ctx context.Context, r *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-			return p.legacyResource(ctx, r) // not reached: legacyMiddleware reads first
+	if self == nil {
+		principal, h := p.legacyPrincipal(extra)
+		e := p.discovery.get(ctx, principal, func(ctx context.Context) (json.RawMessage, cacheHint, error) {
+			return p.fetchDiscover(ctx, h, principal)
+		})
+		if e.err != nil {
+			p.log.Warn("legacy session: the upstream's server/discover could not be read; only its tools are offered", "error", e.err.Error())
+			return
 		}
-		mirror("resources/list", "resources", "uri", &f.resources, func(raw json.RawMessage) bool {
-			var r mcp.Resource
-			return json.Unmarshal(raw, &r) == nil && p.safeAdd("resource", r.URI, func() { f.srv.AddResource(&r, read) })
-		}, f.srv.RemoveResources)
-		mirror("resources/templates/list", "resourceTemplates", "uriTemplate", &f.templates, func(raw json.RawMessage) bool {
-			var t mcp.ResourceTemplate
-			return json.Unmarshal(raw, &t) == nil && p.safeAdd("resource template", t.URITemplate, func() { f.srv.AddResourceTemplate(&t, read) })
-		}, f.srv.RemoveResourceTemplates)
+		self = e.v
 	}
-	if ok {
-		f.fresh = time.Now()
+	var u struct {
+		Capabilities map[string]json.RawMessage `json:"capabilities"`
+		Instructions string                     `json:"instructions"`
+	}
+	_ = json.Unmarshal(self, &u)
+	ir.Instructions = u.Instructions
+	if _, ok := u.Capabilities["prompts"]; ok {
+		ir.Capabilities.Prompts = &mcp.PromptCapabilities{}
+	}
+	if _, ok := u.Capabilities["resources"]; ok {
+		ir.Capabilities.Resources = &mcp.ResourceCapabilities{}
+	}
+	if _, ok := u.Capabilities["completions"]; ok {
+		ir.Capabilities.Completions = &mcp.CompletionCapabilities{}
 	}
 }
 
-// safeAdd adds an item the upstream defined; the SDK panics on some it
-// cannot serve (a tool without an object schema, a bad URI template), and
-// those are left out.
-func (p *Proxy) safeAdd(what, name string, add func()) (ok bool) {
-	defer func() {
-		if r := recover(); r != nil {
-			p.log.Warn("legacy session: an upstream "+what+" cannot be offered to legacy clients", "name", name)
-			ok = false
+// legacyPrincipal is who calls on a session, and the headers that go
+// upstream for them.
+func (p *Proxy) legacyPrincipal(extra *mcp.RequestExtra) (string, http.Header) {
+	principal := server.Anonymous
+	in := http.Header{}
+	if extra != nil {
+		if extra.TokenInfo != nil && extra.TokenInfo.UserID != "" {
+			principal = extra.TokenInfo.UserID
 		}
-	}()
-	add()
-	return true
-}
-
-// listAll reads every page (at most 20) of one of the upstream's lists and
-// returns its items as the upstream wrote them. An error answer is
-// returned as a *jsonrpc.Error.
-func (p *Proxy) listAll(ctx context.Context, method, field string) ([]json.RawMessage, error) {
-	var out []json.RawMessage
-	h := http.Header{"Mcp-Method": {method}, "Mcp-Protocol-Version": {mcphttp.ProtocolVersion}}
-	cursor := ""
-	for page := 0; page < 20; page++ {
-		params := map[string]any{"_meta": map[string]any{mcphttp.MetaProtocolVersion: mcphttp.ProtocolVersion, mcphttp.MetaClientCapabilities: map[string]any{}}}
-		if cursor != "" {
-			params["cursor"] = cursor
+		if extra.Header != nil {
+			in = extra.Header
 		}
-		pb, _ := json.Marshal(params)
-		mb, _ := json.Marshal(method)
-		msg := `{"jsonrpc":"2.0","id":"mrtr-proxy-legacy-list-` + strconv.Itoa(page) + `","method":` + string(mb) + `,"params":` + string(pb) + `}`
-		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		resp, err := p.cfg.Upstream.Call(cctx, []byte(msg), h, nil)
-		cancel()
-		if err != nil {
-			return nil, err
-		}
-		var r struct {
-			Result map[string]json.RawMessage `json:"result"`
-			Error  *jsonrpc.Error             `json:"error"`
-		}
-		if err := json.Unmarshal(resp, &r); err != nil {
-			return nil, err
-		}
-		if r.Error != nil {
-			return nil, r.Error
-		}
-		var items []json.RawMessage
-		if raw, ok := r.Result[field]; ok {
-			if err := json.Unmarshal(raw, &items); err != nil {
-				return nil, err
-			}
-		}
-		out = append(out, items...)
-		var next string
-		_ = json.Unmarshal(r.Result["nextCursor"], &next)
-		if next == "" {
-			break
-		}
-		cursor = next
 	}
-	return out, nil
-}
-
-// legacyTool forwards a legacy session's tools/call through the guarded
-// path, answering its input rounds on the session.
-func (p *Proxy) legacyTool(name string) mcp.ToolHandler {
-	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return forwardAsking[*mcp.CallToolResult](ctx, p, req.Session, req.Extra, "tools/call", name, req.Params)
-	}
-}
-
-// legacyPrompt forwards prompts/get as legacyTool does tools/call.
-func (p *Proxy) legacyPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
-	return forwardAsking[*mcp.GetPromptResult](ctx, p, req.Session, req.Extra, "prompts/get", req.Params.Name, req.Params)
-}
-
-// legacyResource forwards resources/read as legacyTool does tools/call.
-func (p *Proxy) legacyResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-	return forwardAsking[*mcp.ReadResourceResult](ctx, p, req.Session, req.Extra, "resources/read", req.Params.URI, req.Params)
+	return principal, p.upstreamHeaders(in, principal)
 }
 
 // forwardAsking runs a request that may ask for input (its params as the
@@ -348,27 +204,31 @@ func forwardAsking[R legacy.Result](ctx context.Context, p *Proxy, ss *mcp.Serve
 	})
 }
 
-// forwardPlain forwards a request that cannot ask (completion/complete)
-// and decodes its result into out.
-func (p *Proxy) forwardPlain(ctx context.Context, ss *mcp.ServerSession, extra *mcp.RequestExtra, method, target string, params mcp.Params, out any) error {
+// forwardPlain forwards a request that cannot ask (the lists,
+// completion/complete) with the client's params (its cursor included).
+func forwardPlain[R mcp.Result](ctx context.Context, p *Proxy, ss *mcp.ServerSession, extra *mcp.RequestExtra, method string, params mcp.Params) (R, error) {
+	var res R
 	fields, token, err := legacyFields(method, params)
 	if err != nil {
-		return err
+		return res, err
 	}
-	raw, err := p.forwardLegacy(ctx, ss, extra, method, target, fields, token, legacy.Capabilities(ss.InitializeParams()), nil, "")
+	raw, err := p.forwardLegacy(ctx, ss, extra, method, "", fields, token, legacy.Capabilities(ss.InitializeParams()), nil, "")
 	if err != nil {
-		return err
+		return res, err
 	}
-	if err := json.Unmarshal(raw, out); err != nil {
-		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the upstream's result cannot be carried to this client"}
+	if len(raw) == 0 || string(raw) == "null" || json.Unmarshal(raw, &res) != nil {
+		return res, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the upstream's result cannot be carried to this client"}
 	}
-	return nil
+	return res, nil
 }
 
 // legacyFields are a session request's params as the upstream gets them:
 // every field the client sent, except _meta (rebuilt by forwardLegacy) and
 // the retry fields (the proxy's own); and the client's progress token.
 func legacyFields(method string, params mcp.Params) (map[string]json.RawMessage, any, error) {
+	if params == nil || reflect.ValueOf(params).IsNil() { // a list asked without params
+		return map[string]json.RawMessage{}, nil, nil
+	}
 	b, err := json.Marshal(params)
 	if err != nil {
 		return nil, nil, err
@@ -394,10 +254,7 @@ func legacyFields(method string, params mcp.Params) (map[string]json.RawMessage,
 // request through Handle and returns its result, or its error as a
 // *jsonrpc.Error.
 func (p *Proxy) forwardLegacy(ctx context.Context, ss *mcp.ServerSession, extra *mcp.RequestExtra, method, target string, fields map[string]json.RawMessage, token any, caps, responses json.RawMessage, state string) (json.RawMessage, error) {
-	principal := server.Anonymous
-	if extra != nil && extra.TokenInfo != nil && extra.TokenInfo.UserID != "" {
-		principal = extra.TokenInfo.UserID
-	}
+	principal, in := p.legacyPrincipal(extra)
 	meta := map[string]any{mcphttp.MetaProtocolVersion: mcphttp.ProtocolVersion, mcphttp.MetaClientCapabilities: caps}
 	if token != nil {
 		meta["progressToken"] = token
@@ -423,12 +280,12 @@ func (p *Proxy) forwardLegacy(ctx context.Context, ss *mcp.ServerSession, extra 
 	if jerr != nil {
 		return nil, jerr
 	}
-	h := http.Header{"Mcp-Method": {encodeHeader(method)}, "Mcp-Protocol-Version": {mcphttp.ProtocolVersion}}
+	h := fetchHeaders(in, method)
 	if target != "" {
 		h.Set("Mcp-Name", encodeHeader(target))
 	}
 	s := &sessionSink{ctx: ctx, ss: ss, token: token, p: p}
-	p.Handle(ctx, m, body, p.upstreamHeaders(h, principal), principal, s)
+	p.Handle(ctx, m, body, h, principal, s)
 	var r struct {
 		Result json.RawMessage `json:"result"`
 		Error  *jsonrpc.Error  `json:"error"`

@@ -235,10 +235,10 @@ func TestLegacyClientPromptsResourcesThroughProxy(t *testing.T) {
 	}
 }
 
-// TestLegacyMirrorFollowsTheUpstream: a session gets the upstream's
-// instructions and completion (from its server/discover), and one that
-// lists again after the tools TTL sees what the upstream lists now.
-func TestLegacyMirrorFollowsTheUpstream(t *testing.T) {
+// TestLegacyListsFollowTheUpstream: a session gets the upstream's
+// instructions and completion (from its server/discover), and a list it
+// asks again is what the upstream lists now.
+func TestLegacyListsFollowTheUpstream(t *testing.T) {
 	up := mcp.NewServer(&mcp.Implementation{Name: "unguarded", Version: "1"}, &mcp.ServerOptions{
 		Instructions: "Ask for the old prompt.",
 		CompletionHandler: func(_ context.Context, r *mcp.CompleteRequest) (*mcp.CompleteResult, error) {

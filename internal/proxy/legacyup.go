@@ -60,18 +60,6 @@ type legacyCall struct {
 
 type pendingRounds struct{ m sync.Map } // key -> *legacyCall
 
-// legacyUpstream reports whether the upstream speaks an earlier revision.
-func (p *Proxy) legacyUpstream() bool {
-	d, ok := p.cfg.Upstream.(interface {
-		Discovery() (json.RawMessage, bool)
-	})
-	if !ok {
-		return false
-	}
-	_, legacy := d.Discovery()
-	return legacy
-}
-
 // startLegacyCall sends msg upstream on a context of its own (the call
 // outlives the client's request while a round waits) and streams what
 // comes back.
@@ -305,34 +293,4 @@ func (p *Proxy) continueLegacy(ctx context.Context, m *mcphttp.Message, body []b
 	}
 	lc.answer(ctx, p, string(ans), false)
 	return p.awaitLegacy(ctx, m, body, principal, lc, out, s), nil
-}
-
-// legacyDiscover answers server/discover for an upstream that predates it,
-// from what it said at initialize: its capabilities and instructions, in
-// the revision the proxy speaks downstream.
-func (p *Proxy) legacyDiscover(m *mcphttp.Message) []byte {
-	d, _ := p.cfg.Upstream.(interface {
-		Discovery() (json.RawMessage, bool)
-	})
-	var init struct {
-		Capabilities json.RawMessage `json:"capabilities"`
-		Instructions string          `json:"instructions"`
-	}
-	if d != nil {
-		raw, _ := d.Discovery()
-		_ = json.Unmarshal(raw, &init)
-	}
-	caps := init.Capabilities
-	if len(caps) == 0 || string(caps) == "null" {
-		caps = json.RawMessage("{}")
-	}
-	res := map[string]any{
-		"resultType": "complete", "supportedVersions": []string{mcphttp.ProtocolVersion},
-		"capabilities": caps, "cacheScope": "public", "ttlMs": 60000,
-	}
-	if init.Instructions != "" {
-		res["instructions"] = init.Instructions
-	}
-	b, _ := json.Marshal(res)
-	return rpcResult(m.ID, b)
 }

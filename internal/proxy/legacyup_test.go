@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -172,18 +171,7 @@ func TestLegacyHTTPUpstreamRoots(t *testing.T) {
 // is up, freed, and a late retry is told to call the tool again.
 func TestLegacyRoundExpires(t *testing.T) {
 	up := everythingUpstream(t, false)
-	p, err := New(Config{Guard: newGuard(t), Upstream: up, PendingTTL: 300 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: p.Handler()}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	base := "http://" + ln.Addr().String()
+	base, p := serveProxy(t, Config{Guard: newGuard(t), Upstream: up, PendingTTL: 300 * time.Millisecond})
 
 	r1, _ := callTool(t, base, "trigger-elicitation-request", "{}", "")
 	var ir struct {
