@@ -61,6 +61,7 @@ type proxyOptions struct {
 	maxChildren      int
 	childIdle        time.Duration
 	toolsMinTTL      time.Duration
+	upstreamRoots    bool
 }
 
 func parseProxy(args []string, stderr io.Writer) (*proxyOptions, error) {
@@ -85,6 +86,7 @@ func parseProxy(args []string, stderr io.Writer) (*proxyOptions, error) {
 	fs.IntVar(&o.maxChildren, "max-children", 16, "most stdio children at once when the child speaks the 2025 era (one per principal, so users never share its session state)")
 	fs.DurationVar(&o.toolsMinTTL, "tools-min-ttl", time.Second, "least time the upstream's tools/list and server/discover stay cached, even when it says ttlMs 0 (0: re-fetch whenever its ttlMs has run out)")
 	fs.DurationVar(&o.childIdle, "child-idle", 10*time.Minute, "stop a principal's stdio child after this long without a call")
+	fs.BoolVar(&o.upstreamRoots, "upstream-roots", false, "declare roots to an upstream of the 2025 era, so that it may ask a client's roots/list during a call (off: a server may take the roots as the directories it works in, and clients would choose them)")
 	fs.Var(&o.upstreamEnv, "upstream-env", "NAME=VALUE for a stdio child's environment (repeatable; the child gets a clean environment)")
 	fs.Var(&o.upstreamEnvPass, "upstream-env-pass", "NAME of the proxy's environment passed to a stdio child (repeatable)")
 	rest, err := parseFlags(fs, args)
@@ -176,7 +178,7 @@ func openUpstream(ctx context.Context, o *proxyOptions, log *slog.Logger) (upstr
 			return nil, usageError{err}
 		}
 		// A server of the 2025 era gets an upstream session per principal.
-		up, err := upstream.DetectHTTP(ctx, u)
+		up, err := upstream.DetectHTTP(ctx, u, o.upstreamRoots)
 		if _, legacy := up.(*upstream.LegacyHTTP); legacy {
 			log.Warn("the upstream does not answer server/discover; it answered the legacy initialize: one upstream session per principal", "upstream", u.ID())
 		}

@@ -128,6 +128,19 @@ func (p *Proxy) awaitLegacy(ctx context.Context, m *mcphttp.Message, body []byte
 			p.refuseServerRequest(ctx, ev.raw, lc.h)
 			continue
 		}
+		if kind == "roots" && !declares(m, "roots") {
+			// Roots are context a server may ask for at any time (many
+			// ask right after initialize, which can land in a call), not
+			// a question the call cannot go on without: a client that
+			// declared none has none, the upstream hears so, and the call
+			// goes on.
+			p.up.refused.WithLabelValues("capability").Inc()
+			reply := rpcError(r.ID, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "the client of this call declared no roots"})
+			if err := p.cfg.Upstream.Send(upstream.WithPrincipal(ctx, lc.principal), reply, lc.h); err != nil {
+				p.log.Warn("legacy upstream: the answer to its request could not be sent", "method", r.Method, "error", errText(err))
+			}
+			continue
+		}
 		key := newPendingKey()
 		params := toModernParams(r.Method, r.Params)
 		mb, _ := json.Marshal(r.Method)
@@ -150,6 +163,16 @@ func (p *Proxy) awaitLegacy(ctx context.Context, m *mcphttp.Message, body []byte
 		}
 		return out
 	}
+}
+
+// declares reports whether the client capabilities in m's _meta hold kind.
+func declares(m *mcphttp.Message, kind string) bool {
+	var caps map[string]json.RawMessage
+	if json.Unmarshal(m.Meta()[mcphttp.MetaClientCapabilities], &caps) != nil {
+		return false
+	}
+	_, ok := caps[kind]
+	return ok
 }
 
 // toModernParams turns a 2025-11-25 request's params into their
