@@ -6,13 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mrtr-wasm/mrtr-wasm/internal/mcphttp"
 )
 
 // ProtocolVersion is the revision whose requests are stateless.
@@ -293,7 +294,10 @@ func isLegacyRequest(r *http.Request, body []byte) bool {
 	if r.Header.Get("Mcp-Session-Id") != "" {
 		return true
 	}
-	if len(body) == 0 {
+	// A body with neither the bytes "initialize" nor a backslash (an
+	// escape) has no string that reads "initialize": the common case
+	// skips parsing the whole body, answers and all.
+	if len(body) == 0 || bytes.IndexByte(body, '\\') < 0 && !bytes.Contains(body, []byte("initialize")) {
 		return false
 	}
 	var p struct {
@@ -315,10 +319,10 @@ func Router(modern http.Handler, s *Sessions, maxBody int64) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var body []byte
 		if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {
-			b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+			// Read once: the modern handler's checks take these bytes as they are.
+			b, err := mcphttp.ReadBody(w, r, maxBody)
 			if err != nil {
-				var mbe *http.MaxBytesError
-				if errors.As(err, &mbe) {
+				if errors.Is(err, mcphttp.ErrBodyTooLarge) {
 					http.Error(w, fmt.Sprintf("request body exceeds %d bytes", maxBody), http.StatusRequestEntityTooLarge)
 					return
 				}
@@ -326,7 +330,6 @@ func Router(modern http.Handler, s *Sessions, maxBody int64) http.Handler {
 				return
 			}
 			body = b
-			r.Body = io.NopCloser(bytes.NewReader(b))
 		}
 		if !isLegacyRequest(r, body) {
 			modern.ServeHTTP(w, r)

@@ -73,6 +73,13 @@ func TestRouter(t *testing.T) {
 	if do(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}`, nil); hit != "modern" {
 		t.Fatalf("a stateless request went to %q", hit)
 	}
+	// The quick test for "initialize" misses no spelling of it.
+	if do(`{"jsonrpc":"2.0","id":9,"method":"\u0069nit\u0069alize","params":{"protocolVersion":"2025-11-25"}}`, nil); hit != "legacy" {
+		t.Fatalf("an initialize spelled with escapes went to %q", hit)
+	}
+	if do(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"initialize"}}`, nil); hit != "modern" {
+		t.Fatalf("a call of a tool named initialize went to %q", hit)
+	}
 	// One live session fills the cap of 1.
 	st, _ := mcp.NewInMemoryTransports()
 	ss, err := srv.Connect(t.Context(), st, nil)

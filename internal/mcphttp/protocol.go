@@ -26,7 +26,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"strings"
 
@@ -123,17 +122,15 @@ func CheckRequests(next http.Handler) http.Handler {
 // (r.Body is replaced by a reader of it) and the message parsed once, or
 // nil with the parse error for bytes that are not one JSON-RPC message.
 func Check(w http.ResponseWriter, r *http.Request) (body []byte, m *Message, perr *jsonrpc.Error, ok bool) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
+	body, err := ReadBody(w, r, MaxBody)
 	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
+		if errors.Is(err, ErrBodyTooLarge) {
 			http.Error(w, "request body exceeds 1 MiB", http.StatusRequestEntityTooLarge)
 			return nil, nil, nil, false
 		}
 		http.Error(w, "failed to read the body", http.StatusBadRequest)
 		return nil, nil, nil, false
 	}
-	r.Body = io.NopCloser(bytes.NewReader(body))
 	m, perr = ParseMessage(body)
 	// Every error below answers with the request's id (SEP-2575).
 	var id json.RawMessage
