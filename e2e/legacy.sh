@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Clients of the 2025-11-25 era (TypeScript SDK 1.32.2, MCP Inspector 2.12.0
-# CLI and web UI in headless Chromium) against `mrtr-wasm serve`. Builds the
-# server first. Needs Debian's chromium.
+# CLI and web UI in headless Chromium) against `mrtr-wasm serve`
+# (legacy.test.mjs), and servers of that era behind `mrtr-wasm proxy`
+# (legacy-upstream.test.mjs: server-everything, server-filesystem and
+# legacy-server.mjs, with clients of both eras). Builds the server first.
+# Needs Debian's chromium. One file: run the last line by hand with that
+# file only.
 set -euo pipefail
 cd "$(dirname "$0")"
 root=$(cd .. && pwd)

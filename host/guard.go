@@ -503,7 +503,11 @@ func (g *Guard) envelope(op string, req *Request) ([]byte, error) {
 	if _, err := io.ReadFull(g.cfg.rand, rnd[:]); err != nil {
 		return nil, &Error{Code: CodeUnavailable, Message: "no randomness"}
 	}
-	env := make([]byte, 0, 512+len(req.Arguments)+len(req.InputResponses)+len(req.RequestState)+len(req.Capabilities))
+	size := 512 + len(req.Arguments) + len(req.Capabilities)
+	if op == "resume" { // an ask of a retry leaves the answers out: no room for them
+		size += len(req.InputResponses) + len(req.RequestState)
+	}
+	env := make([]byte, 0, size)
 	env = append(env, `{"v":1,"op":"`...)
 	env = append(env, op...)
 	env = append(env, `","now":`...)

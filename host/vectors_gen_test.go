@@ -15,6 +15,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -74,6 +75,10 @@ type vecExpect struct {
 	Reason string `json:"reason,omitempty"`
 	// Findings lists lint findings as "severity code field".
 	Findings []string `json:"findings,omitempty"`
+	// Languages gives, for each form field a policy input calls secret
+	// ("request/field"), the language of the term that decided ("" when
+	// a keyword did, or when several vocabularies share the word).
+	Languages map[string]string `json:"languages,omitempty"`
 }
 
 func (c *vecCase) bytes() []byte {
@@ -136,11 +141,27 @@ func expectOf(resp map[string]any) vecExpect {
 			e.Findings = append(e.Findings, strings.TrimSpace(fmt.Sprintf("%v %v %s", m["severity"], m["code"], field)))
 		}
 	}
+	in, _ := resp["input"].(map[string]any)
+	reqs, _ := in["inputs"].(map[string]any)
+	for key, r := range reqs {
+		r, _ := r.(map[string]any)
+		fields, _ := r["fields"].(map[string]any)
+		for name, c := range fields {
+			c, _ := c.(map[string]any)
+			if class, _ := c["class"].(string); class == "" {
+				continue
+			}
+			if e.Languages == nil {
+				e.Languages = map[string]string{}
+			}
+			e.Languages[key+"/"+name], _ = c["language"].(string)
+		}
+	}
 	return e
 }
 
 func equalExpect(a, b vecExpect) bool {
-	if a.OK != b.OK || a.Status != b.Status || a.Code != b.Code || a.Reason != b.Reason || len(a.Findings) != len(b.Findings) {
+	if a.OK != b.OK || a.Status != b.Status || a.Code != b.Code || a.Reason != b.Reason || len(a.Findings) != len(b.Findings) || !maps.Equal(a.Languages, b.Languages) {
 		return false
 	}
 	for i := range a.Findings {
@@ -167,8 +188,9 @@ func (v *gen) write(path string) {
 	}
 }
 
-func ok(status string) vecExpect { return vecExpect{OK: true, Status: status} }
-func fail(code string) vecExpect { return vecExpect{Code: code} }
+func ok(status string) vecExpect          { return vecExpect{OK: true, Status: status} }
+func langs(l map[string]string) vecExpect { return vecExpect{OK: true, Languages: l} }
+func fail(code string) vecExpect          { return vecExpect{Code: code} }
 func stateFail(reason string) vecExpect {
 	return vecExpect{Code: core.CodeStateInvalid, Reason: reason}
 }
@@ -743,7 +765,15 @@ func genPolicyInput(t *testing.T) *gen {
 	secret := func(props string) string {
 		return `{"method":"elicitation/create","params":{"message":"?","requestedSchema":{"type":"object","properties":{` + props + `}}}}`
 	}
-	pi("secrets in several languages", "ask", "alice", `{"k":`+secret(`"password":{"type":"string"},"x":{"type":"string","title":"Mot de passe"},"y":{"type":"string","title":"パスワード"},"clave":{"type":"string","title":"Clave de API"},"pin":{"type":"string","title":"Card PIN"},"w":{"type":"string","writeOnly":true}`)+`}`, ok(""))
+	pi("secrets in several languages", "ask", "alice", `{"k":`+secret(`"password":{"type":"string"},"x":{"type":"string","title":"Mot de passe"},"y":{"type":"string","title":"パスワード"},"clave":{"type":"string","title":"Clave de API"},"pin":{"type":"string","title":"Card PIN"},"w":{"type":"string","writeOnly":true}`)+`}`,
+		langs(map[string]string{"k/password": "en", "k/x": "fr", "k/y": "ja", "k/clave": "es", "k/pin": "en", "k/w": ""}))
+	// The language is the one of the term the reason quotes; "" when
+	// format "password" or writeOnly decided, or when several
+	// vocabularies hold the word ("código": es and pt).
+	pi("the language of the deciding term", "ask", "alice", `{"a":`+secret(`"contraseña":{"type":"string"},"b":{"type":"string","title":"Passwort"},"c":{"type":"string","title":"Пароль"},"d":{"type":"string","title":"支付密码"},"e":{"type":"string","title":"비밀번호"},"f":{"type":"string","title":"Codice OTP"},"g":{"type":"string","title":"Senha"},"h":{"type":"string","title":"API-Schlüssel"},"i":{"type":"string","title":"Número de tarjeta"},"j":{"type":"string","title":"Номер карты"}`)+
+		`,"b":`+secret(`"pin":{"type":"string","title":"Código PIN"},"hint":{"type":"string","title":"Passwort-Hinweis","format":"password"},"w":{"type":"string","writeOnly":true},"code":{"type":"string","title":"Código recibido"},"contraseña":{"type":"string","writeOnly":true},"hinweis":{"type":"string","title":"Passwort-Hinweis"}`)+`}`,
+		langs(map[string]string{"a/contraseña": "es", "a/b": "de", "a/c": "ru", "a/d": "zh", "a/e": "ko", "a/f": "it", "a/g": "pt", "a/h": "de", "a/i": "es", "a/j": "ru",
+			"b/pin": "en", "b/hint": "", "b/w": "", "b/code": "", "b/contraseña": "es"}))
 	pi("what the core clears", "ask", "alice", `{"k":`+secret(`"token_count":{"type":"integer"},"password_hint":{"type":"string"},"api_key_name":{"type":"string"},"has_api_key":{"type":"boolean"},"max_tokens":{"type":"integer","title":"Max tokens"}`)+`}`, ok(""))
 	pi("numbers and keys made canonical", "ask", "alice", `{"b":`+secret(`"n":{"type":"number","minimum":1.0,"maximum":1e2,"default":5}`)+`,"a":{"params":{"mode":"url","url":"https://x.example/\u0061","message":"m"},"method":"elicitation/create"}}`, ok(""))
 	pi("properties not an object", "ask", "alice", `{"k":{"method":"elicitation/create","params":{"message":"?","requestedSchema":{"type":"object","properties":["name"]}}}}`, ok(""))

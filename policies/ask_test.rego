@@ -19,7 +19,7 @@ form_with(props, secret) := {
 
 cleared := {"class": "", "language": "", "reason": ""}
 
-password := {"class": "password", "language": "", "reason": "name \"password\" means password"}
+password := {"class": "password", "language": "en", "reason": "name \"password\" means password"}
 
 url(u) := {"method": "elicitation/create", "params": {"mode": "url", "message": "Open this page", "url": u}}
 

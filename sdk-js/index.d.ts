@@ -388,7 +388,9 @@ export interface GuardOptions {
   ttl?: number;
   /** Rounds of one logical request (default 3). */
   maxRounds?: number;
-  /** requestState size cap in bytes (default 8192). */
+  /** requestState size cap in bytes, 512..1048576 (default 8192); the Go host's WithMaxStateBytes. */
+  maxStateBytes?: number;
+  /** @deprecated Use maxStateBytes (the same value, in bytes); giving both is an error. */
   maxStateSize?: number;
   /** Ready instances kept (default 1; calls are synchronous, spares replace a failed instance without a wait). */
   poolSize?: number;
@@ -401,7 +403,9 @@ export interface GuardOptions {
   ledgerTimeoutMs?: number;
   /** Bound on one call into the core, in ms (default 5000): a call past it stops at a checkpoint. */
   callTimeout?: number;
-  /** Guest heap limit in MiB (default 32). */
+  /** Guest heap limit in MiB, a whole number (default 32; 0 keeps the default); the Go host's WithMemoryLimitMiB. */
+  memoryLimitMiB?: number;
+  /** @deprecated Use memoryLimitMiB (the same value, in MiB); giving both is an error. */
   memoryLimit?: number;
   /**
    * guard.wasm: a compiled WebAssembly.Module (Cloudflare Workers: the imported module), its bytes, a fetch

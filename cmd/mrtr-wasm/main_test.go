@@ -97,6 +97,9 @@ func TestUsage(t *testing.T) {
 	if code, _, stderr := runCLI(t, "policy", "frob"); code != exitUsage || !strings.Contains(stderr, `unknown subcommand "frob"`) {
 		t.Errorf("policy frob: %d %q", code, stderr)
 	}
+	if code, _, stderr := runCLI(t, "proxy", "--tools-min-ttl", "-1s", "--", "true"); code != exitUsage || !strings.Contains(stderr, "--tools-min-ttl") {
+		t.Errorf("proxy --tools-min-ttl -1s: %d %q", code, stderr)
+	}
 }
 
 // TestUsageNamesEveryCommand: usage and the package doc name every command

@@ -60,6 +60,8 @@ type proxyOptions struct {
 	command          []string
 	maxChildren      int
 	childIdle        time.Duration
+	toolsMinTTL      time.Duration
+	upstreamRoots    bool
 }
 
 func parseProxy(args []string, stderr io.Writer) (*proxyOptions, error) {
@@ -82,7 +84,9 @@ func parseProxy(args []string, stderr io.Writer) (*proxyOptions, error) {
 	fs.BoolVar(&o.passToken, "upstream-pass-token", false, "send the client's own bearer token to an HTTP upstream (off: the upstream never sees it; its audience is this proxy, so the upstream must accept that)")
 	fs.StringVar(&o.forwardPrincipal, "forward-principal", "", "header that carries the authenticated principal to an HTTP upstream (opt-in; the client's own token is never forwarded)")
 	fs.IntVar(&o.maxChildren, "max-children", 16, "most stdio children at once when the child speaks the 2025 era (one per principal, so users never share its session state)")
+	fs.DurationVar(&o.toolsMinTTL, "tools-min-ttl", time.Second, "least time the upstream's tools/list and server/discover stay cached, even when it says ttlMs 0 (0: re-fetch whenever its ttlMs has run out)")
 	fs.DurationVar(&o.childIdle, "child-idle", 10*time.Minute, "stop a principal's stdio child after this long without a call")
+	fs.BoolVar(&o.upstreamRoots, "upstream-roots", false, "declare roots to an upstream of the 2025 era, so that it may ask a client's roots/list during a call (off: a server may take the roots as the directories it works in, and clients would choose them)")
 	fs.Var(&o.upstreamEnv, "upstream-env", "NAME=VALUE for a stdio child's environment (repeatable; the child gets a clean environment)")
 	fs.Var(&o.upstreamEnvPass, "upstream-env-pass", "NAME of the proxy's environment passed to a stdio child (repeatable)")
 	rest, err := parseFlags(fs, args)
@@ -97,6 +101,8 @@ func parseProxy(args []string, stderr io.Writer) (*proxyOptions, error) {
 		return nil, errors.New("no upstream: give --upstream URL or -- CMD ARGS")
 	case o.stdio && len(o.command) == 0:
 		return nil, errors.New("--stdio needs the upstream as a stdio child: -- CMD ARGS")
+	case o.toolsMinTTL < 0 || o.toolsMinTTL > time.Minute:
+		return nil, errors.New("--tools-min-ttl must be between 0 and 1m")
 	}
 	if o.engine != "wasm" && o.engine != "native" {
 		return nil, fmt.Errorf("--engine must be wasm or native")
@@ -172,7 +178,7 @@ func openUpstream(ctx context.Context, o *proxyOptions, log *slog.Logger) (upstr
 			return nil, usageError{err}
 		}
 		// A server of the 2025 era gets an upstream session per principal.
-		up, err := upstream.DetectHTTP(ctx, u)
+		up, err := upstream.DetectHTTP(ctx, u, o.upstreamRoots)
 		if _, legacy := up.(*upstream.LegacyHTTP); legacy {
 			log.Warn("the upstream does not answer server/discover; it answered the legacy initialize: one upstream session per principal", "upstream", u.ID())
 		}
@@ -235,8 +241,8 @@ func runProxyServer(ctx context.Context, o *proxyOptions, stdin io.Reader, stdou
 	if authn == nil && !o.stdio {
 		log.Warn("no --oauth-issuer or --auth-tokens: every caller is the principal \"anonymous\" and nobody can be told apart")
 	}
-	px, err := proxy.New(proxy.Config{Guard: guard, Upstream: up, Auth: authn, PassToken: o.passToken, ForwardPrincipal: o.forwardPrincipal,
-		Logger: log, Telemetry: tel, SessionIdle: o.sessionIdle, MaxSessions: o.maxSessions})
+	px, err := proxy.New(proxy.Config{Guard: guard, Upstream: up, Version: version(), Auth: authn, PassToken: o.passToken, ForwardPrincipal: o.forwardPrincipal,
+		Logger: log, Telemetry: tel, SessionIdle: o.sessionIdle, MaxSessions: o.maxSessions, ToolsMinTTL: minTTL(o.toolsMinTTL)})
 	if err != nil {
 		return err
 	}
@@ -287,4 +293,12 @@ func runProxyServer(ctx context.Context, o *proxyOptions, stdin io.Reader, stdou
 	}
 	log.Info("stopped")
 	return runErr
+}
+
+// minTTL maps --tools-min-ttl 0 ("none") to the Config's "none".
+func minTTL(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }

@@ -252,6 +252,17 @@ func TestProxyStdioBothSides(t *testing.T) {
 	}()
 	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
 	sc := bufio.NewScanner(outR)
+	// server/discover is the proxy's, from the child's.
+	if _, err := fmt.Fprintf(inW, `{"jsonrpc":"2.0","id":0,"method":"server/discover","params":{%s}}`+"\n", meta); err != nil {
+		t.Fatal(err)
+	}
+	if !sc.Scan() {
+		t.Fatalf("no answer to server/discover:\n%s", logs)
+	}
+	if d := sc.Text(); !strings.Contains(d, `"supportedVersions":["2026-07-28","2025-11-25","2025-06-18"]`) ||
+		!strings.Contains(d, `"io.modelcontextprotocol/serverInfo":{"name":"child","version":"1"}`) || !strings.Contains(d, `"mrtr-wasm/proxy":{`) {
+		t.Fatalf("server/discover: %s", d)
+	}
 	got := map[string]string{}
 	// One at a time: a call in flight when the child dies fails too.
 	for id, tool := range []string{"echo", "die", "echo"} {

@@ -9,7 +9,7 @@ func TestPolicyInputOp(t *testing.T) {
 	g := New()
 	out := string(g.Call([]byte(`{"v":1,"op":"policy.input","decision":"ask","principal":"alice","method":"tools/call","target":"t","ttl":300,"maxRounds":3,` +
 		`"inputRequests":{"z":{"method":"roots/list"},"a":{"params":{"message":"hi Ann","mode":"form","requestedSchema":{"type":"object","properties":{"pw":{"type":"string","title":"Password","default":"x"},"n":{"default":1.0,"type":"number","title":"Token count"}}}},"method":"elicitation/create"}}}`)))
-	want := `{"v":1,"ok":true,"input":{"inputs":{"a":{"fields":{"n":{"class":"","language":"","reason":""},"pw":{"class":"password","language":"","reason":"title \"Password\" means password"}},"method":"elicitation/create","params":{"mode":"form","requestedSchema":{"properties":{"n":{"title":"Token count","type":"number"},"pw":{"title":"Password","type":"string"}},"type":"object"}}},"z":{"method":"roots/list"}},"max_rounds":3,"method":"tools/call","principal":"alice","target":"t","ttl_seconds":300}}`
+	want := `{"v":1,"ok":true,"input":{"inputs":{"a":{"fields":{"n":{"class":"","language":"","reason":""},"pw":{"class":"password","language":"en","reason":"title \"Password\" means password"}},"method":"elicitation/create","params":{"mode":"form","requestedSchema":{"properties":{"n":{"title":"Token count","type":"number"},"pw":{"title":"Password","type":"string"}},"type":"object"}}},"z":{"method":"roots/list"}},"max_rounds":3,"method":"tools/call","principal":"alice","target":"t","ttl_seconds":300}}`
 	if out != want {
 		t.Fatalf("got  %s\nwant %s", out, want)
 	}

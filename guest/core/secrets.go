@@ -134,9 +134,11 @@ func detectSecretWith(tb *secretTable, f *fieldInfo) (class secretClass, reason 
 	return class, reason
 }
 
-// detectSecretLang is detectSecretWith that also names the language of the evidence: the vocabulary file
-// that holds the deciding term ("en" also for the acronyms every language uses), or "" when the term is in
-// several files or none decided (format "password" or writeOnly with no word of a class).
+// detectSecretLang is detectSecretWith that also names the language of the evidence the reason quotes: the
+// vocabulary file that holds the deciding term ("en" also for the acronyms every language uses). It is ""
+// when no term decided, that is when the field is no secret or when format "password" or writeOnly made it
+// one (even if a word chose its class: the reason names the keyword, and the verdict needs no vocabulary),
+// and when the term is in several files (two languages share the word).
 func detectSecretLang(tb *secretTable, f *fieldInfo) (class secretClass, reason, lang string) {
 	if f == nil {
 		return secretNone, "", ""
@@ -171,15 +173,15 @@ func detectSecretLang(tb *secretTable, f *fieldInfo) (class secretClass, reason,
 	}
 	ci := ciPassword
 	if ev, ok := fld.anyEvidence(); ok && (!numeric || numericClasses&(1<<ev.ci) != 0) {
-		ci, lang = ev.ci, tb.language(ev.m.langs)
+		ci = ev.ci
 	}
 	if masked {
-		return classByIndex[ci], `format "password" marks a masked ` + classWords[ci], lang
+		return classByIndex[ci], `format "password" marks a masked ` + classWords[ci], ""
 	}
 	if strings.TrimSpace(f.Name) == "" {
-		return classByIndex[ci], "writeOnly marks a hidden " + classWords[ci], lang
+		return classByIndex[ci], "writeOnly marks a hidden " + classWords[ci], ""
 	}
-	return classByIndex[ci], clip("writeOnly on " + quoteExcerpt(f.Name, 60) + " marks a hidden " + classWords[ci]), lang
+	return classByIndex[ci], clip("writeOnly on " + quoteExcerpt(f.Name, 60) + " marks a hidden " + classWords[ci]), ""
 }
 
 // fieldClass is the detector's verdict on one form field as hosts and
@@ -187,13 +189,13 @@ func detectSecretLang(tb *secretTable, f *fieldInfo) (class secretClass, reason,
 type fieldClass struct {
 	class    secretClass // "" when the field asks for no secret
 	reason   string
-	language string // the evidence's language, when the vocabulary records it; else ""
+	language string // the language of the term the reason quotes (detectSecretLang); else ""
 }
 
 // classifyField is detectSecret's verdict with what a policy may need.
 func classifyField(f *fieldInfo) fieldClass {
-	c, r := detectSecret(f)
-	return fieldClass{class: c, reason: r}
+	c, r, l := detectSecretLang(tables(), f)
+	return fieldClass{class: c, reason: r, language: l}
 }
 
 const maxReasonLen = 120

@@ -196,7 +196,16 @@ func TestVocabLanguage(t *testing.T) {
 		{fieldInfo{Name: "x", Title: "Senha", Type: "string"}, "pt"},
 		{fieldInfo{Name: "x", Title: "Mot de passe", Type: "string"}, "fr"},
 		{fieldInfo{Name: "x", Title: "Codice OTP", Type: "string"}, "it"},
+		{fieldInfo{Name: "x", Title: "Пароль", Type: "string"}, "ru"},
+		{fieldInfo{Name: "x", Title: "API-Schlüssel", Type: "string"}, "de"},
+		{fieldInfo{Name: "x", Title: "Código PIN", Type: "string"}, "en"}, // the acronym decides
+		{fieldInfo{Name: "contraseña", Type: "string", WriteOnly: true}, "es"},
 		{fieldInfo{Name: "x", Type: "string", WriteOnly: true}, ""},
+		// A keyword, not a word, made these secrets (the word only chose the class).
+		{fieldInfo{Name: "x", Title: "Passwort-Hinweis", Type: "string", Format: "password"}, ""},
+		// A word that several languages share names none.
+		{fieldInfo{Name: "x", Title: "Código recibido", Type: "string"}, ""}, // es and pt
+		{fieldInfo{Name: "x", Title: "Secret", Type: "string"}, ""},          // de, en and fr
 		{fieldInfo{Name: "notes", Type: "string"}, ""},
 	} {
 		f := tc.f

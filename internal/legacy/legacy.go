@@ -1,11 +1,11 @@
 package legacy
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -14,7 +14,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mrtr-wasm/mrtr-wasm/internal/mcphttp"
-	"github.com/mrtr-wasm/mrtr-wasm/internal/rawjson"
 )
 
 // ProtocolVersion is the revision whose requests are stateless.
@@ -71,10 +70,19 @@ func Capabilities(ip *mcp.InitializeParams) json.RawMessage {
 	return b
 }
 
-// Call is one call of a tool: responses are the answers so far as the
-// client's JSON (nil on the first call), state the sealed requestState to
-// echo ("" on the first call).
-type Call func(ctx context.Context, responses json.RawMessage, state string) (*mcp.CallToolResult, error)
+// Result is the result of a request that may ask for input: a tool's, a
+// prompt's or a resource's.
+type Result interface {
+	*mcp.CallToolResult | *mcp.GetPromptResult | *mcp.ReadResourceResult
+}
+
+// CallOf is one call of a request: responses are the answers so far as
+// the client's JSON (nil on the first call), state the sealed requestState
+// to echo ("" on the first call).
+type CallOf[R Result] func(ctx context.Context, responses json.RawMessage, state string) (R, error)
+
+// Call is one call of a tool.
+type Call = CallOf[*mcp.CallToolResult]
 
 // Observer hears how each round on a session went: "answered" or
 // "client_error".
@@ -85,6 +93,14 @@ type Observer func(result string)
 // its state. A client that cannot answer, or a tool that needs a kind the
 // client did not declare (-32021), gets an error result that says why.
 func Run(ctx context.Context, ss *mcp.ServerSession, log *slog.Logger, observe Observer, tool string, call Call) (*mcp.CallToolResult, error) {
+	return RunOf(ctx, ss, log, observe, tool, call)
+}
+
+// RunOf is Run for any request that may ask (tools/call, prompts/get,
+// resources/read), named by what. Where Run gives a tool an error result,
+// a prompt or a resource, which have none, gets a JSON-RPC error with the
+// same text.
+func RunOf[R Result](ctx context.Context, ss *mcp.ServerSession, log *slog.Logger, observe Observer, what string, call CallOf[R]) (R, error) {
 	var responses json.RawMessage
 	state := ""
 	for round := 0; ; round++ {
@@ -92,17 +108,20 @@ func Run(ctx context.Context, ss *mcp.ServerSession, log *slog.Logger, observe O
 		if err != nil {
 			var je *jsonrpc.Error
 			if errors.As(err, &je) && je.Code == -32021 {
-				return errorResult("This tool needs to ask you something, and your client did not declare the capability for it (" + je.Message + ")."), nil
+				return failed[R]("This " + kindOf[R]() + " needs to ask you something, and your client did not declare the capability for it (" + je.Message + ").")
 			}
-			return nil, err
+			var zero R
+			return zero, err
 		}
-		if res == nil || res.InputRequests == nil {
+		reqs, next := pending(res)
+		if reqs == nil {
 			return res, nil
 		}
 		if round >= roundCap {
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the tool kept asking past the round limit"}
+			var zero R
+			return zero, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the " + kindOf[R]() + " kept asking past the round limit"}
 		}
-		answers, err := fulfilChecked(ctx, ss, res.InputRequests)
+		answers, err := fulfilChecked(ctx, ss, reqs)
 		if err != nil {
 			if observe != nil {
 				observe("client_error")
@@ -114,9 +133,9 @@ func Run(ctx context.Context, ss *mcp.ServerSession, log *slog.Logger, observe O
 				why = "the answer for " + field + " did not fit the form"
 			}
 			if log != nil {
-				log.Warn("legacy round not answered", "tool", tool, "error", why)
+				log.Warn("legacy round not answered", kindOf[R](), what, "error", why)
 			}
-			return errorResult("The client did not answer this tool's question: " + why), nil
+			return failed[R]("The client did not answer this " + kindOf[R]() + "'s question: " + why)
 		}
 		if observe != nil {
 			observe("answered")
@@ -124,10 +143,51 @@ func Run(ctx context.Context, ss *mcp.ServerSession, log *slog.Logger, observe O
 		// The answers as the SDK decoded them from the client's response:
 		// a session's responses are not captured as sent.
 		if responses, err = json.Marshal(answers); err != nil {
-			return nil, err
+			var zero R
+			return zero, err
 		}
-		state = res.RequestState
+		state = next
 	}
+}
+
+// pending is what a result asks for and its state (nil: it is complete).
+func pending[R Result](res R) (mcp.InputRequestMap, string) {
+	switch r := any(res).(type) {
+	case *mcp.CallToolResult:
+		if r != nil {
+			return r.InputRequests, r.RequestState
+		}
+	case *mcp.GetPromptResult:
+		if r != nil {
+			return r.InputRequests, r.RequestState
+		}
+	case *mcp.ReadResourceResult:
+		if r != nil {
+			return r.InputRequests, r.RequestState
+		}
+	}
+	return nil, ""
+}
+
+func kindOf[R Result]() string {
+	var zero R
+	switch any(zero).(type) {
+	case *mcp.GetPromptResult:
+		return "prompt"
+	case *mcp.ReadResourceResult:
+		return "resource"
+	}
+	return "tool"
+}
+
+// failed ends a request the client could not complete: an error result
+// for a tool, a JSON-RPC error otherwise.
+func failed[R Result](text string) (R, error) {
+	var zero R
+	if r, ok := any(errorResult(text)).(R); ok {
+		return r, nil
+	}
+	return zero, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: text}
 }
 
 func errorResult(text string) *mcp.CallToolResult {
@@ -218,8 +278,6 @@ type Sessions struct {
 	Max     int
 	// Refused is called for each initialize refused at the cap.
 	Refused func()
-	// Opening is called before a new session's initialize is served.
-	Opening func(r *http.Request)
 }
 
 func (s *Sessions) live() int {
@@ -236,7 +294,10 @@ func isLegacyRequest(r *http.Request, body []byte) bool {
 	if r.Header.Get("Mcp-Session-Id") != "" {
 		return true
 	}
-	if len(body) == 0 || !rawjson.MayContain(body, "initialize") {
+	// A body with neither the bytes "initialize" nor a backslash (an
+	// escape) has no string that reads "initialize": the common case
+	// skips parsing the whole body, answers and all.
+	if len(body) == 0 || bytes.IndexByte(body, '\\') < 0 && !bytes.Contains(body, []byte("initialize")) {
 		return false
 	}
 	var p struct {
@@ -258,10 +319,10 @@ func Router(modern http.Handler, s *Sessions, maxBody int64) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var body []byte
 		if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {
-			b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+			// Read once: the modern handler's checks take these bytes as they are.
+			b, err := mcphttp.ReadBody(w, r, maxBody)
 			if err != nil {
-				var mbe *http.MaxBytesError
-				if errors.As(err, &mbe) {
+				if errors.Is(err, mcphttp.ErrBodyTooLarge) {
 					http.Error(w, fmt.Sprintf("request body exceeds %d bytes", maxBody), http.StatusRequestEntityTooLarge)
 					return
 				}
@@ -269,7 +330,6 @@ func Router(modern http.Handler, s *Sessions, maxBody int64) http.Handler {
 				return
 			}
 			body = b
-			r.Body = mcphttp.NewBody(b)
 		}
 		if !isLegacyRequest(r, body) {
 			modern.ServeHTTP(w, r)
@@ -292,9 +352,6 @@ func Router(modern http.Handler, s *Sessions, maxBody int64) http.Handler {
 				w.WriteHeader(http.StatusServiceUnavailable)
 				fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":"too many sessions: try again later"}}`, p.ID, CodeServerBusy)
 				return
-			}
-			if s.Opening != nil {
-				s.Opening(r)
 			}
 		}
 		s.Handler.ServeHTTP(w, r)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -72,6 +73,13 @@ func TestRouter(t *testing.T) {
 	if do(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}`, nil); hit != "modern" {
 		t.Fatalf("a stateless request went to %q", hit)
 	}
+	// The quick test for "initialize" misses no spelling of it.
+	if do(`{"jsonrpc":"2.0","id":9,"method":"\u0069nit\u0069alize","params":{"protocolVersion":"2025-11-25"}}`, nil); hit != "legacy" {
+		t.Fatalf("an initialize spelled with escapes went to %q", hit)
+	}
+	if do(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"initialize"}}`, nil); hit != "modern" {
+		t.Fatalf("a call of a tool named initialize went to %q", hit)
+	}
 	// One live session fills the cap of 1.
 	st, _ := mcp.NewInMemoryTransports()
 	ss, err := srv.Connect(t.Context(), st, nil)
@@ -82,5 +90,29 @@ func TestRouter(t *testing.T) {
 	w := do(init, nil)
 	if hit != "" || w.Code != http.StatusServiceUnavailable || !strings.Contains(w.Body.String(), `"id":9`) || refused != 1 {
 		t.Fatalf("past the cap: hit %q, %d %s, refused %d", hit, w.Code, w.Body, refused)
+	}
+}
+
+// TestFailedByKind: a tool that cannot go on gets an error result; a
+// prompt or a resource, which have none, a JSON-RPC error with the text.
+func TestFailedByKind(t *testing.T) {
+	tr, err := failed[*mcp.CallToolResult]("why")
+	if err != nil || !tr.IsError || tr.Content[0].(*mcp.TextContent).Text != "why" {
+		t.Fatalf("tool: %+v %v", tr, err)
+	}
+	pr, err := failed[*mcp.GetPromptResult]("why")
+	var je *jsonrpc.Error
+	if pr != nil || !errors.As(err, &je) || je.Message != "why" {
+		t.Fatalf("prompt: %+v %v", pr, err)
+	}
+	if kindOf[*mcp.ReadResourceResult]() != "resource" || kindOf[*mcp.GetPromptResult]() != "prompt" || kindOf[*mcp.CallToolResult]() != "tool" {
+		t.Fatal("kindOf")
+	}
+	reqs, state := pending(&mcp.ReadResourceResult{RequestState: "s", InputRequests: mcp.InputRequestMap{"k": &mcp.ListRootsParams{}}})
+	if len(reqs) != 1 || state != "s" {
+		t.Fatalf("pending: %v %q", reqs, state)
+	}
+	if reqs, _ := pending[*mcp.GetPromptResult](nil); reqs != nil {
+		t.Fatal("a nil result asks for something")
 	}
 }

@@ -26,7 +26,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"strings"
 
@@ -123,21 +122,14 @@ func CheckRequests(next http.Handler) http.Handler {
 // (r.Body is replaced by a reader of it) and the message parsed once, or
 // nil with the parse error for bytes that are not one JSON-RPC message.
 func Check(w http.ResponseWriter, r *http.Request) (body []byte, m *Message, perr *jsonrpc.Error, ok bool) {
-	if rb, read := r.Body.(*Body); read && rb.Len() == len(rb.b) && len(rb.b) <= MaxBody {
-		body = rb.b // read already (legacy.Router), not yet consumed
-	} else {
-		var err error
-		body, err = io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
-		if err != nil {
-			var mbe *http.MaxBytesError
-			if errors.As(err, &mbe) {
-				http.Error(w, "request body exceeds 1 MiB", http.StatusRequestEntityTooLarge)
-				return nil, nil, nil, false
-			}
-			http.Error(w, "failed to read the body", http.StatusBadRequest)
+	body, err := ReadBody(w, r, MaxBody)
+	if err != nil {
+		if errors.Is(err, ErrBodyTooLarge) {
+			http.Error(w, "request body exceeds 1 MiB", http.StatusRequestEntityTooLarge)
 			return nil, nil, nil, false
 		}
-		r.Body = NewBody(body)
+		http.Error(w, "failed to read the body", http.StatusBadRequest)
+		return nil, nil, nil, false
 	}
 	m, perr = ParseMessage(body)
 	// Every error below answers with the request's id (SEP-2575).
@@ -169,16 +161,3 @@ func Check(w http.ResponseWriter, r *http.Request) (body []byte, m *Message, per
 	}
 	return body, m, perr, true
 }
-
-// Body is a request body that was read already, to look at it before a
-// handler does: Check takes its bytes rather than read a copy.
-type Body struct {
-	*bytes.Reader
-	b []byte
-}
-
-// NewBody reads b as a request body.
-func NewBody(b []byte) *Body { return &Body{bytes.NewReader(b), b} }
-
-// Close does nothing.
-func (*Body) Close() error { return nil }

@@ -40,8 +40,8 @@ func (p *Proxy) Handle(ctx context.Context, m *mcphttp.Message, body []byte, h h
 		p.resume(ctx, m, body, h, principal, s)
 		return
 	}
-	if m.Method == "server/discover" && p.legacyUpstream() {
-		s.Final(p.legacyDiscover(m))
+	if m.Method == "server/discover" {
+		s.Final(p.discover(ctx, m, h, principal))
 		return
 	}
 	if canAsk(m.Method) && p.legacyUpstream() {

@@ -60,18 +60,6 @@ type legacyCall struct {
 
 type pendingRounds struct{ m sync.Map } // key -> *legacyCall
 
-// legacyUpstream reports whether the upstream speaks an earlier revision.
-func (p *Proxy) legacyUpstream() bool {
-	d, ok := p.cfg.Upstream.(interface {
-		Discovery() (json.RawMessage, bool)
-	})
-	if !ok {
-		return false
-	}
-	_, legacy := d.Discovery()
-	return legacy
-}
-
 // startLegacyCall sends msg upstream on a context of its own (the call
 // outlives the client's request while a round waits) and streams what
 // comes back.
@@ -140,6 +128,19 @@ func (p *Proxy) awaitLegacy(ctx context.Context, m *mcphttp.Message, body []byte
 			p.refuseServerRequest(ctx, ev.raw, lc.h)
 			continue
 		}
+		if kind == "roots" && !declares(m, "roots") {
+			// Roots are context a server may ask for at any time (many
+			// ask right after initialize, which can land in a call), not
+			// a question the call cannot go on without: a client that
+			// declared none has none, the upstream hears so, and the call
+			// goes on.
+			p.up.refused.WithLabelValues("capability").Inc()
+			reply := rpcError(r.ID, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "the client of this call declared no roots"})
+			if err := p.cfg.Upstream.Send(upstream.WithPrincipal(ctx, lc.principal), reply, lc.h); err != nil {
+				p.log.Warn("legacy upstream: the answer to its request could not be sent", "method", r.Method, "error", errText(err))
+			}
+			continue
+		}
 		key := newPendingKey()
 		params := toModernParams(r.Method, r.Params)
 		mb, _ := json.Marshal(r.Method)
@@ -162,6 +163,16 @@ func (p *Proxy) awaitLegacy(ctx context.Context, m *mcphttp.Message, body []byte
 		}
 		return out
 	}
+}
+
+// declares reports whether the client capabilities in m's _meta hold kind.
+func declares(m *mcphttp.Message, kind string) bool {
+	var caps map[string]json.RawMessage
+	if json.Unmarshal(m.Meta()[mcphttp.MetaClientCapabilities], &caps) != nil {
+		return false
+	}
+	_, ok := caps[kind]
+	return ok
 }
 
 // toModernParams turns a 2025-11-25 request's params into their
@@ -282,34 +293,4 @@ func (p *Proxy) continueLegacy(ctx context.Context, m *mcphttp.Message, body []b
 	}
 	lc.answer(ctx, p, string(ans), false)
 	return p.awaitLegacy(ctx, m, body, principal, lc, out, s), nil
-}
-
-// legacyDiscover answers server/discover for an upstream that predates it,
-// from what it said at initialize: its capabilities and instructions, in
-// the revision the proxy speaks downstream.
-func (p *Proxy) legacyDiscover(m *mcphttp.Message) []byte {
-	d, _ := p.cfg.Upstream.(interface {
-		Discovery() (json.RawMessage, bool)
-	})
-	var init struct {
-		Capabilities json.RawMessage `json:"capabilities"`
-		Instructions string          `json:"instructions"`
-	}
-	if d != nil {
-		raw, _ := d.Discovery()
-		_ = json.Unmarshal(raw, &init)
-	}
-	caps := init.Capabilities
-	if len(caps) == 0 || string(caps) == "null" {
-		caps = json.RawMessage("{}")
-	}
-	res := map[string]any{
-		"resultType": "complete", "supportedVersions": []string{mcphttp.ProtocolVersion},
-		"capabilities": caps, "cacheScope": "public", "ttlMs": 60000,
-	}
-	if init.Instructions != "" {
-		res["instructions"] = init.Instructions
-	}
-	b, _ := json.Marshal(res)
-	return rpcResult(m.ID, b)
 }

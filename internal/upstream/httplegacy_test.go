@@ -26,7 +26,7 @@ func TestLegacyHTTPSessionPerPrincipal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	up, err := DetectHTTP(context.Background(), u)
+	up, err := DetectHTTP(context.Background(), u, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -68,10 +68,14 @@ type StdioConfig struct {
 	// Unrouted gets the messages from the child that belong to no call: a
 	// notification without a known progress token, and a server-to-client
 	// request while not exactly one call is in flight (a request while one
-	// call is in flight goes to that call's onMessage). By default a
-	// notification is logged by method and a request is refused with
-	// RefuseServerRequest.
+	// call is in flight goes to that call's onMessage, and so does a legacy
+	// child's log message). By default a notification is logged by method
+	// and a request is refused with RefuseServerRequest (RefuseOutsideCall
+	// for a legacy child).
 	Unrouted func(raw []byte)
+	// Roots declares the roots capability in a legacy child's initialize,
+	// so that it may ask roots/list during a call (off: see LegacyCapabilities).
+	Roots bool
 }
 
 // ProtocolVersion is the MCP revision the proxy speaks to a child first.
@@ -487,7 +491,7 @@ func (s *Stdio) handshake(ctx context.Context, c *child) error {
 	}
 	legacy := false
 	if _, isErr := res.get("error"); isErr {
-		init := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":%q,"capabilities":{"elicitation":{"form":{},"url":{}},"sampling":{}},"clientInfo":%s}}`, legacyVersion, info)
+		init := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":%q,"capabilities":%s,"clientInfo":%s}}`, legacyVersion, LegacyCapabilities(s.cfg.Roots), info)
 		if res, err = c.roundTrip(ctx, init, ""); err != nil {
 			return s.startError(ctx, c, "initialize", err)
 		}
@@ -521,8 +525,12 @@ func (s *Stdio) startError(ctx context.Context, c *child, method string, err err
 }
 
 // Call sends one request to the child under an id of its own, and
-// returns the child's response with the caller's id restored.
+// returns the child's response with the caller's id restored. A legacy
+// child gets the request without its 2026-07-28 _meta keys.
 func (s *Stdio) Call(ctx context.Context, msg []byte, h http.Header, onMessage func(raw []byte) error) ([]byte, error) {
+	if s.isLegacy() {
+		msg = withoutModernMeta(msg)
+	}
 	m, err := parseMessage(msg)
 	if err != nil || m.method == "" || !m.hasID {
 		return nil, fmt.Errorf("upstream: Call needs a JSON-RPC request: %w", errOr(err, "no method or no id"))
@@ -849,25 +857,52 @@ func (s *Stdio) route(c *child, m *rpcMessage) {
 			cl.push(out, false, nil)
 			return
 		}
+	case m.hasID && m.method == "roots/list" && !s.cfg.Roots && s.isLegacy():
+		s.log.Info("upstream asked roots/list, which were not declared to it; answered with an error", "pid", c.pid)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = c.write(ctx, RefuseUndeclared(m.value(m.id), m.method))
+		return
 	case m.hasID:
 		// A request to the client, which 2026-07-28 forbids on stdio: the
-		// call it was made for, when that is unambiguous, refuses it.
-		c.mu.Lock()
-		var only *call
-		if len(c.pending) == 1 {
-			for _, cl := range c.pending {
-				if cl.takesAll {
-					only = cl
-				}
-			}
+		// call it was made for, when that is unambiguous, refuses it (a
+		// legacy child's becomes an input round).
+		if only := c.onlyCall(); only != nil {
+			only.push(m.raw, false, nil)
+			return
 		}
-		c.mu.Unlock()
-		if only != nil {
+	case m.method == "notifications/message" && s.isLegacy():
+		// A legacy server logs to its session, not to a request: the
+		// call, when only one is open, takes it. A legacy child serves one
+		// principal, so no other principal's call can get it.
+		if only := c.onlyCall(); only != nil {
 			only.push(m.raw, false, nil)
 			return
 		}
 	}
 	s.unrouted(c, m)
+}
+
+// onlyCall is the call in flight when exactly one is, and it takes the
+// child's requests (onMessage); nil otherwise.
+func (c *child) onlyCall() *call {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.pending) != 1 {
+		return nil
+	}
+	for _, cl := range c.pending {
+		if cl.takesAll {
+			return cl
+		}
+	}
+	return nil
+}
+
+func (s *Stdio) isLegacy() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.legacy
 }
 
 // progressCall finds the call of a progress notification by its token and
@@ -911,17 +946,58 @@ func (s *Stdio) unrouted(c *child, m *rpcMessage) {
 		s.log.Debug("upstream notification for no call", "pid", c.pid, "method", m.method)
 		return
 	}
-	s.log.Warn("upstream sent a server-to-client request, which MCP 2026-07-28 forbids; refused", "pid", c.pid, "method", m.method)
+	reply := RefuseServerRequest(m.value(m.id), m.method)
+	if s.isLegacy() {
+		s.log.Info("upstream sent a server-to-client request outside a call; answered with an error", "pid", c.pid, "method", m.method)
+		reply = RefuseOutsideCall(m.value(m.id), m.method)
+	} else {
+		s.log.Warn("upstream sent a server-to-client request, which MCP 2026-07-28 forbids; refused", "pid", c.pid, "method", m.method)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	_ = c.write(ctx, RefuseServerRequest(m.value(m.id), m.method))
+	_ = c.write(ctx, reply)
+}
+
+// RefuseOutsideCall is the error reply to a legacy upstream's
+// server-to-client request that belongs to no call the proxy can tell (none
+// is open on its session, or several are): the proxy asks a client only on
+// behalf of one of its calls, as an input round, and answers at once
+// rather than leave the server waiting.
+func RefuseOutsideCall(id []byte, method string) []byte {
+	return refusal(id, "mrtr-wasm proxy: "+method+" arrived outside any single call; the proxy asks its clients only during one of their calls, so there is nobody to ask now")
+}
+
+// RefuseUndeclared is the error reply to a legacy upstream's request for a
+// capability the proxy did not declare to it (roots without
+// --upstream-roots): no client is asked.
+func RefuseUndeclared(id []byte, method string) []byte {
+	return refusal(id, "mrtr-wasm proxy: "+method+" needs a capability that was not declared to this server")
+}
+
+// LegacyCapabilities are the client capabilities the proxy declares in its
+// initialize to a legacy upstream: elicitation (form and URL) and sampling,
+// which become input rounds for the client of the call; roots only when
+// asked, because a server takes a client's roots as the directories it may
+// work in (server-filesystem replaces its command-line directories with
+// them), so declaring them lets remote clients choose. A 2026-07-28 client
+// declares its capabilities per request; one that lacks a kind when the
+// upstream asks for it is told so by the proxy.
+func LegacyCapabilities(roots bool) string {
+	if roots {
+		return `{"elicitation":{"form":{},"url":{}},"sampling":{},"roots":{}}`
+	}
+	return `{"elicitation":{"form":{},"url":{}},"sampling":{}}`
 }
 
 // RefuseServerRequest is the error reply to a server-to-client request
 // from an upstream speaking to the proxy: it tells the server's author
 // what to do instead.
 func RefuseServerRequest(id []byte, method string) []byte {
-	msg := "server-to-client requests (" + method + ") are not supported by this MCP 2026-07-28 proxy: return a result with resultType \"input_required\" and inputRequests instead"
+	return refusal(id, "server-to-client requests ("+method+") are not supported by this MCP 2026-07-28 proxy: return a result with resultType \"input_required\" and inputRequests instead")
+}
+
+// refusal is a -32601 error reply to the upstream's request id.
+func refusal(id []byte, msg string) []byte {
 	b, _ := json.Marshal(msg)
 	return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":%s}}`, id, b)
 }

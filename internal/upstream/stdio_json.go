@@ -146,3 +146,50 @@ func paramsObject(m *rpcMessage) (member, []member, bool, error) {
 	}
 	return p, ms, true, nil
 }
+
+// modernMetaPrefix starts the _meta keys of the 2026-07-28 revision
+// (protocol version, client capabilities and info, log level).
+const modernMetaPrefix = "io.modelcontextprotocol/"
+
+// withoutModernMeta drops the 2026-07-28 _meta keys from a request for an
+// upstream of an earlier revision: they mean nothing in its revision, and
+// a server that speaks both eras takes a request that carries them for a
+// 2026-07-28 one. Every other byte stays as it was; a message it cannot
+// read is returned as it is.
+func withoutModernMeta(msg []byte) []byte {
+	if !bytes.Contains(msg, []byte(modernMetaPrefix)) {
+		return msg
+	}
+	m, err := parseMessage(msg)
+	if err != nil {
+		return msg
+	}
+	p, pms, ok, err := paramsObject(m)
+	if !ok || err != nil {
+		return msg
+	}
+	ms, ok := find(pms, "_meta")
+	if !ok {
+		return msg
+	}
+	meta := m.raw[p.Start+ms.Start : p.Start+ms.End]
+	members, err := objectMembers(meta)
+	if err != nil {
+		return msg
+	}
+	kept := make([]byte, 0, len(meta))
+	kept = append(kept, '{')
+	for _, mb := range members {
+		if bytes.HasPrefix(mb.Key, []byte(modernMetaPrefix)) {
+			continue
+		}
+		if len(kept) > 1 {
+			kept = append(kept, ',')
+		}
+		k, _ := json.Marshal(string(mb.Key))
+		kept = append(append(kept, k...), ':')
+		kept = append(kept, meta[mb.Start:mb.End]...)
+	}
+	kept = append(kept, '}')
+	return splice(m.raw, edit{p.Start + ms.Start, p.Start + ms.End, kept})
+}

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mrtr-wasm/mrtr-wasm/internal/telemetry"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/upstream/stdiotest"
 )
 
@@ -382,6 +383,98 @@ func TestStdioTooLarge(t *testing.T) {
 
 // A request from the child goes to the one call in flight, whose caller
 // refuses it through Send; with no caller to take it, the default refusal.
+// TestStdioLegacyRoots: roots are declared to a legacy child only when
+// configured; a roots/list the child sends right after initialized, when
+// no call is open (as server-everything and server-filesystem do), is
+// answered with an error at once: nobody waits, and nobody else's call
+// gets it.
+func TestStdioLegacyRoots(t *testing.T) {
+	for _, roots := range []bool{false, true} {
+		cfg, l := childConfig(t, "legacy")
+		cfg.Roots = roots
+		s := startChild(t, cfg)
+		raw, err := s.Call(context.Background(), toolCall("1", "roots-at-start", nil, ""), nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := decode(t, raw)
+		caps, reply := string(r.Result.Structured["capabilities"]), string(r.Result.Structured["reply"])
+		if strings.Contains(caps, `"roots"`) != roots || !strings.Contains(caps, `"elicitation"`) {
+			t.Fatalf("roots %v: declared %s", roots, caps)
+		}
+		if !roots {
+			if reply != `"none"` {
+				t.Fatalf("asked for roots it was not offered: %s", reply)
+			}
+			continue
+		}
+		if !strings.Contains(reply, `"error"`) || !strings.Contains(reply, "outside any single call") || !strings.Contains(reply, `"id":"srv-roots-at-start"`) {
+			t.Fatalf("the child's roots/list outside a call was answered %s", reply)
+		}
+		if l.count("upstream sent a server-to-client request outside a call; answered with an error") != 1 {
+			t.Errorf("not logged:\n%s", l.text())
+		}
+	}
+}
+
+// TestStdioLegacyUndeclaredRoots: a legacy child that asks roots/list in
+// a call though roots were not declared to it is answered by the proxy
+// with an error; the call's onMessage (the client) never sees it. With
+// roots declared, the call gets it.
+func TestStdioLegacyUndeclaredRoots(t *testing.T) {
+	for _, roots := range []bool{false, true} {
+		cfg, _ := childConfig(t, "legacy")
+		cfg.Roots = roots
+		s := startChild(t, cfg)
+		var seen bool
+		raw, err := s.Call(context.Background(), toolCall("1", "ask-roots", nil, ""), nil, func(b []byte) error {
+			m, err := parseMessage(b)
+			if err != nil || m.method != "roots/list" {
+				return nil
+			}
+			seen = true
+			return s.Send(context.Background(), []byte(`{"jsonrpc":"2.0","id":`+string(m.value(m.id))+`,"result":{"roots":[]}}`), nil)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := decode(t, raw).Result.Content[0].Text
+		if roots {
+			if !seen || !strings.Contains(text, `"roots":[]`) {
+				t.Fatalf("declared: seen %v, the child got %s", seen, text)
+			}
+			continue
+		}
+		if seen || !strings.Contains(text, "not declared") {
+			t.Fatalf("undeclared: seen %v, the child got %s", seen, text)
+		}
+	}
+}
+
+// TestStdioLegacyLogToTheOnlyCall: a legacy child logs to its session,
+// not to a request; with one call open, that call's onMessage gets it. A
+// 2026-07-28 child (shared by every principal) never has its unrelated
+// log messages handed to whichever call is open.
+func TestStdioLegacyLogToTheOnlyCall(t *testing.T) {
+	for _, mode := range []string{"legacy", "ok"} {
+		cfg, _ := childConfig(t, mode)
+		s := startChild(t, cfg)
+		var logs int
+		_, err := s.Call(context.Background(), toolCall("1", "progress", nil, ""), nil, func(b []byte) error {
+			if bytes.Contains(b, []byte(`"notifications/message"`)) {
+				logs++
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := map[string]int{"legacy": 1, "ok": 0}[mode]; logs != want {
+			t.Errorf("%s child: the call got %d log messages, want %d", mode, logs, want)
+		}
+	}
+}
+
 func TestStdioServerToClientRequest(t *testing.T) {
 	cfg, _ := childConfig(t, "ok")
 	s := startChild(t, cfg)
@@ -626,4 +719,44 @@ func FuzzStdioMessage(f *testing.F) {
 			t.Fatalf("rewrite of %s: %s", b, out)
 		}
 	})
+}
+
+// TestTracedKeepsTheEra: with tracing on, the traced wrapper still tells
+// the proxy that a child speaks the 2025 era (it hid it before).
+func TestTracedKeepsTheEra(t *testing.T) {
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:1")
+	tel, err := telemetry.Setup(context.Background(), "test", "0")
+	if err != nil || !tel.Enabled() {
+		t.Fatalf("tracing not on: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		_ = tel.Shutdown(ctx)
+	})
+	cfg, _ := childConfig(t, "legacy")
+	d, ok := Traced(startChild(t, cfg), tel).(interface {
+		Discovery() (json.RawMessage, bool)
+	})
+	if !ok {
+		t.Fatal("the traced upstream has no Discovery")
+	}
+	if _, legacy := d.Discovery(); !legacy {
+		t.Fatal("the traced legacy child is not legacy")
+	}
+}
+
+func TestWithoutModernMeta(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","progressToken":7,"io.modelcontextprotocol/clientCapabilities":{"roots":{}}},"arguments":{"a":1.50}}}`,
+			`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","_meta":{"progressToken":7},"arguments":{"a":1.50}}}`},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`,
+			`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{}}}`},
+		{`{"jsonrpc":"2.0","id":1,"method":"ping"}`, `{"jsonrpc":"2.0","id":1,"method":"ping"}`},
+		{`{"jsonrpc":"2.0","id":1,"method":"x","params":{"note":"io.modelcontextprotocol/ in a value"}}`, `{"jsonrpc":"2.0","id":1,"method":"x","params":{"note":"io.modelcontextprotocol/ in a value"}}`},
+	} {
+		if got := string(withoutModernMeta([]byte(c.in))); got != c.want {
+			t.Errorf("%s\n got %s\nwant %s", c.in, got, c.want)
+		}
+	}
 }

@@ -77,3 +77,14 @@ func methodAndTarget(msg []byte) (string, string) {
 	}
 	return m.method, target
 }
+
+// Discovery is the traced upstream's, when it has one: tracing does not
+// hide a legacy upstream's era from the proxy.
+func (t *traced) Discovery() (json.RawMessage, bool) {
+	if d, ok := t.Upstream.(interface {
+		Discovery() (json.RawMessage, bool)
+	}); ok {
+		return d.Discovery()
+	}
+	return nil, false
+}

@@ -505,7 +505,7 @@ export function suite(ctx) {
         return layer;
       },
     };
-    const g = await createGuardWith(exiting, ctx.module, { keys: generateKey(), audience: 'crm.example.com', memoryLimit: 4 });
+    const g = await createGuardWith(exiting, ctx.module, { keys: generateKey(), audience: 'crm.example.com', memoryLimitMiB: 4 });
     const { requestState } = await g.ask(baseRequest(), [form('contact', 'Who?', contactSchema)]);
     const big = baseRequest({ arguments: { a: Array.from({ length: 30000 }, (_, i) => ({ i })) } });
     armed = true;

@@ -171,10 +171,10 @@ class Guard {
       throw new GuardError(codes.CONFIG_INVALID, `mrtr: TTL ${this.#ttl} is outside 1..86400 seconds`);
     }
     this.#maxRounds = o.maxRounds ?? DEFAULT_ROUNDS;
-    this.#maxState = o.maxStateSize ?? DEFAULT_MAX_STATE;
+    this.#maxState = unitOption(o, 'maxStateBytes', 'maxStateSize') ?? DEFAULT_MAX_STATE;
     this.#poolSize = Math.max(1, o.poolSize ?? 1);
     this.#callTimeout = o.callTimeout ?? DEFAULT_CALL_TIMEOUT_MS;
-    this.#memoryLimit = o.memoryLimit ?? 0;
+    this.#memoryLimit = unitOption(o, 'memoryLimitMiB', 'memoryLimit') ?? 0;
     const seam = o[seams] ?? {};
     this.#clock = seam.clock ?? Date.now;
     this.#randomFill = seam.random ?? ((b) => platform.randomFill(b));
@@ -209,7 +209,7 @@ class Guard {
     const conf =
       `{"v":1,"op":"configure","keys":[${ks.map((k) => JSON.stringify(k)).join(',')}],` +
       `"audience":${JSON.stringify(this.#audience)},"ttl":${this.#ttl},"maxRounds":${jsonInt('maxRounds', this.#maxRounds, codes.CONFIG_INVALID)},` +
-      `"maxState":${jsonInt('maxStateSize', this.#maxState, codes.CONFIG_INVALID)}}`;
+      `"maxState":${jsonInt('maxStateBytes', this.#maxState, codes.CONFIG_INVALID)}}`;
     const inst = await this.#newInstance();
     const r = configure(inst, conf);
     if (!r.ok) throw fromWire(r.error);
@@ -539,4 +539,24 @@ function closedError() {
 function jsonInt(name, n, code = codes.REQUEST_MALFORMED) {
   if (!Number.isSafeInteger(n)) throw new GuardError(code, `${name} must be an integer`);
   return String(n);
+}
+
+/**
+ * An option whose name says its unit (maxStateBytes, memoryLimitMiB, as
+ * the Go host's WithMaxStateBytes, WithMemoryLimitMiB), or its deprecated
+ * name without one; giving both is a mistake.
+ * @param {Record<string, unknown>} o
+ * @param {string} name
+ * @param {string} deprecated
+ * @returns {any}
+ */
+function unitOption(o, name, deprecated) {
+  if (o[name] !== undefined && o[deprecated] !== undefined) {
+    throw new GuardError(codes.CONFIG_INVALID, `mrtr: give ${name}, not also ${deprecated} (its deprecated name)`);
+  }
+  const v = o[name] ?? o[deprecated];
+  if (name === 'memoryLimitMiB' && v !== undefined && !(Number.isSafeInteger(v) && /** @type {number} */ (v) >= 0)) {
+    throw new GuardError(codes.CONFIG_INVALID, `mrtr: ${name} must be a whole number of MiB (0: the default)`);
+  }
+  return v;
 }

@@ -320,6 +320,35 @@ test('keys never show: not in inspect, JSON or errors', async () => {
   await g.close();
 });
 
+test('the options named with their units, and their deprecated names', async () => {
+  const k = generateKey();
+  const big = 'x'.repeat(600); // sealed progress: a state of more than 512 bytes
+  for (const [name, opts] of [
+    ['maxStateBytes', { maxStateBytes: 512 }],
+    ['maxStateSize (deprecated)', { maxStateSize: 512 }],
+  ]) {
+    const g = await createGuard({ keys: k, audience: 'crm.example.com', ...opts });
+    await rejects(g.ask(baseRequest(), [], { progress: big }), codes.REQUEST_TOO_LARGE);
+    await g.close();
+  }
+  const roomy = await createGuard({ keys: k, audience: 'crm.example.com', maxStateBytes: 4096 });
+  assert.ok((await roomy.ask(baseRequest(), [], { progress: big })).requestState.length > 512);
+  await roomy.close();
+  for (const [name, opts] of [
+    ['memoryLimitMiB', { memoryLimitMiB: 16 }],
+    ['memoryLimit (deprecated)', { memoryLimit: 16 }],
+  ]) {
+    const g = await createGuard({ keys: k, ...opts });
+    assert.equal((await g.stats()).memoryLimit, 16 << 20, name);
+    await g.close();
+  }
+  await rejects(createGuard({ keys: k, maxStateBytes: 512, maxStateSize: 512 }), codes.CONFIG_INVALID);
+  await rejects(createGuard({ keys: k, memoryLimitMiB: 16, memoryLimit: 16 }), codes.CONFIG_INVALID);
+  await rejects(createGuard({ keys: k, memoryLimitMiB: 1.5 }), codes.CONFIG_INVALID);
+  await rejects(createGuard({ keys: k, maxStateBytes: 100 }), codes.REQUEST_MALFORMED); // below 512: the core's check, as in Go
+  await rejects(createGuard({ keys: k, maxStateBytes: '8192' }), codes.CONFIG_INVALID);
+});
+
 test('the sha256 of what a guard runs is the shipped module', async () => {
   const h = createHash('sha256').update(readFileSync(new URL('../guard.wasm', import.meta.url))).digest('hex');
   assert.match(h, /^[0-9a-f]{64}$/);

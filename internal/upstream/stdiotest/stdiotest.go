@@ -40,6 +40,8 @@ type childServer struct {
 	mu        sync.Mutex
 	cancelled []json.RawMessage
 	replies   map[string]chan json.RawMessage
+	initCaps  json.RawMessage // what the client declared at initialize
+	rootsDone chan json.RawMessage
 }
 
 func (c *childServer) send(v any) {
@@ -96,7 +98,7 @@ func Run(mode string) {
 	if mode == "banner" {
 		fmt.Println("Starting my server v1.0 ...")
 	}
-	c := &childServer{mode: mode, replies: map[string]chan json.RawMessage{}}
+	c := &childServer{mode: mode, replies: map[string]chan json.RawMessage{}, rootsDone: make(chan json.RawMessage, 1)}
 	sc := bufio.NewScanner(os.Stdin)
 	sc.Buffer(make([]byte, 1<<20), 8<<20)
 	for sc.Scan() {
@@ -115,6 +117,9 @@ func Run(mode string) {
 			continue
 		}
 		if len(m.ID) == 0 {
+			if m.Method == "notifications/initialized" {
+				c.askRootsAtStart()
+			}
 			if m.Method == "notifications/cancelled" {
 				var p struct {
 					RequestID json.RawMessage `json:"requestId"`
@@ -151,6 +156,13 @@ func (c *childServer) handle(m rpc, line []byte) {
 		c.result(m.ID, map[string]any{"supportedVersions": []string{"2026-07-28"}, "capabilities": map[string]any{"tools": map[string]any{}},
 			"serverInfo": map[string]any{"name": "child", "version": "1"}})
 	case "initialize":
+		var p struct {
+			Capabilities json.RawMessage `json:"capabilities"`
+		}
+		_ = json.Unmarshal(m.Params, &p)
+		c.mu.Lock()
+		c.initCaps = p.Capabilities
+		c.mu.Unlock()
 		c.result(m.ID, map[string]any{"protocolVersion": "2025-11-25", "capabilities": map[string]any{"tools": map[string]any{}},
 			"serverInfo": map[string]any{"name": "legacy-child", "version": "1"}})
 	case "tools/list":
@@ -168,9 +180,57 @@ func (c *childServer) handle(m rpc, line []byte) {
 	}
 }
 
+// askRootsAtStart does what server-everything and server-filesystem do:
+// a client that declared roots is asked for them right after initialized,
+// outside any call. The reply is kept for the roots-at-start tool.
+func (c *childServer) askRootsAtStart() {
+	c.mu.Lock()
+	var caps map[string]json.RawMessage
+	_ = json.Unmarshal(c.initCaps, &caps)
+	c.mu.Unlock()
+	if _, ok := caps["roots"]; !ok {
+		close(c.rootsDone)
+		return
+	}
+	go func() {
+		reply := c.request("srv-roots-at-start", "roots/list", nil)
+		if reply == nil {
+			reply = json.RawMessage(`"no reply"`)
+		}
+		c.rootsDone <- reply
+	}()
+}
+
+// request sends the client a request and waits up to 5 s for its reply
+// (nil: none came). Not from the read loop, which delivers the reply.
+func (c *childServer) request(id, method string, params any) json.RawMessage {
+	rid := json.RawMessage(strconv.Quote(id))
+	ch := make(chan json.RawMessage, 1)
+	c.mu.Lock()
+	c.replies[string(rid)] = ch
+	c.mu.Unlock()
+	msg := map[string]any{"jsonrpc": "2.0", "id": rid, "method": method}
+	if params != nil {
+		msg["params"] = params
+	}
+	c.send(msg)
+	select {
+	case reply := <-ch:
+		return reply
+	case <-time.After(5 * time.Second):
+		return nil
+	}
+}
+
 func (c *childServer) tool(m rpc, name string, args, meta map[string]any) {
 	text := func(s string) map[string]any {
 		return map[string]any{"content": []any{map[string]any{"type": "text", "text": s}}}
+	}
+	said := func(reply json.RawMessage) map[string]any {
+		if reply == nil {
+			return text("no reply")
+		}
+		return text("the client said: " + string(reply))
 	}
 	switch name {
 	case "echo":
@@ -204,21 +264,13 @@ func (c *childServer) tool(m rpc, name string, args, meta map[string]any) {
 	case "big":
 		n, _ := args["bytes"].(float64)
 		c.result(m.ID, text(strings.Repeat("x", int(n))))
+	case "ask-roots":
+		// roots/list in the middle of the call, whatever was declared (a
+		// server that does not check its client's capabilities).
+		c.result(m.ID, said(c.request("srv-roots", "roots/list", nil)))
 	case "ask":
-		id := json.RawMessage(`"srv-1"`)
-		ch := make(chan json.RawMessage, 1)
-		c.mu.Lock()
-		c.replies[string(id)] = ch
-		c.mu.Unlock()
-		c.send(map[string]any{"jsonrpc": "2.0", "id": id, "method": "elicitation/create",
-			"params": map[string]any{"message": "Your password?", "requestedSchema": map[string]any{"type": "object",
-				"properties": map[string]any{"password": map[string]any{"type": "string"}}}}})
-		select {
-		case reply := <-ch:
-			c.result(m.ID, text("the client said: "+string(reply)))
-		case <-time.After(5 * time.Second):
-			c.result(m.ID, text("no reply"))
-		}
+		c.result(m.ID, said(c.request("srv-1", "elicitation/create", map[string]any{"message": "Your password?",
+			"requestedSchema": map[string]any{"type": "object", "properties": map[string]any{"password": map[string]any{"type": "string"}}}})))
 	case "env":
 		r := text("env")
 		r["structuredContent"] = map[string]any{"env": os.Environ()}
@@ -244,6 +296,18 @@ func (c *childServer) tool(m rpc, name string, args, meta map[string]any) {
 		c.mu.Lock()
 		r := text("cancelled")
 		r["structuredContent"] = map[string]any{"ids": c.cancelled}
+		c.mu.Unlock()
+		c.result(m.ID, r)
+	case "roots-at-start":
+		// What the client declared, and how its roots/list right after
+		// initialized was answered ("none": roots were not declared).
+		reply, ok := <-c.rootsDone
+		if !ok {
+			reply = json.RawMessage(`"none"`)
+		}
+		c.mu.Lock()
+		r := text("roots-at-start")
+		r["structuredContent"] = map[string]any{"capabilities": c.initCaps, "reply": reply}
 		c.mu.Unlock()
 		c.result(m.ID, r)
 	case "pid":

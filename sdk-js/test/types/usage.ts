@@ -22,7 +22,7 @@ async function handler(guard: Guard, req: Request): Promise<InputRequiredResult 
 async function main() {
   const ledger: Ledger = new MemoryLedger({ maxEntries: 10 });
   const policy: Policy = { ask: () => ({ allow: true, maxRounds: 2 }), resume: async () => ({ allow: true }) };
-  const guard = await createGuard({ keys: keysFromEnv() ?? generateKey(), audience: 'crm.example.com', ledger, policy, ttl: 120 });
+  const guard = await createGuard({ keys: keysFromEnv() ?? generateKey(), audience: 'crm.example.com', ledger, policy, ttl: 120, maxStateBytes: 4096, memoryLimitMiB: 16 });
   const req: Request = { principal: 'ann', method: 'tools/call', target: 't', arguments: rawJSON('{"a":1}'), capabilities: { elicitation: {} } };
   try {
     await handler(guard, req);
