@@ -282,6 +282,11 @@ func upstreamInputs(response json.RawMessage) ([]InputRequest, error) {
 	if in, ok := upstreamInputsRaw(response); ok {
 		return in, nil
 	}
+	return upstreamInputsDecoded(response)
+}
+
+// upstreamInputsDecoded reads the input requests with encoding/json.
+func upstreamInputsDecoded(response json.RawMessage) ([]InputRequest, error) {
 	var r struct {
 		Result struct {
 			InputRequests map[string]struct {

@@ -3,8 +3,6 @@ package host
 import (
 	"encoding/json"
 	"reflect"
-	"slices"
-	"strings"
 	"testing"
 )
 
@@ -13,22 +11,10 @@ import (
 // read exactly to it.
 func TestUpstreamInputsAsDecoded(t *testing.T) {
 	decoded := func(resp string) []InputRequest {
-		var r struct {
-			Result struct {
-				InputRequests map[string]struct {
-					Method string          `json:"method"`
-					Params json.RawMessage `json:"params"`
-				} `json:"inputRequests"`
-			} `json:"result"`
-		}
-		if err := json.Unmarshal([]byte(resp), &r); err != nil {
+		in, err := upstreamInputsDecoded(json.RawMessage(resp))
+		if err != nil {
 			return nil
 		}
-		var in []InputRequest
-		for k, v := range r.Result.InputRequests {
-			in = append(in, InputRequest{Key: k, Method: v.Method, Params: v.Params})
-		}
-		slices.SortFunc(in, func(a, b InputRequest) int { return strings.Compare(a.Key, b.Key) })
 		return in
 	}
 	for _, resp := range []string{
@@ -41,7 +27,7 @@ func TestUpstreamInputsAsDecoded(t *testing.T) {
 	} {
 		got, err := upstreamInputs(json.RawMessage(resp))
 		want := decoded(resp)
-		if want == nil {
+		if want == nil || len(want) == 0 {
 			if err == nil && len(got) != 0 {
 				t.Errorf("%s: got %+v, want none", resp, got)
 			}
