@@ -344,3 +344,61 @@ func BenchmarkMemoryFlat(b *testing.B) {
 		}
 	}
 }
+
+// The go-sdk conformance fixture's input round, as the proxy sees it
+// (BenchmarkProxy in internal/proxy runs the same round end to end).
+const (
+	benchUpRequest  = `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"test_input_required_result_request_state","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}}}`
+	benchUpResponse = `{"jsonrpc":"2.0","id":7,"result":{"resultType":"input_required","inputRequests":{"confirm":{"method":"elicitation/create","params":{"message":"Please confirm","requestedSchema":{"type":"object","properties":{"ok":{"type":"boolean"}},"required":["ok"]}}}},"requestState":"round-1-state"}}`
+)
+
+func benchUpstreamCall(req string) *UpstreamCall {
+	return &UpstreamCall{Principal: "anonymous", Upstream: "http://127.0.0.1:9000/mcp", Request: json.RawMessage(req),
+		Method: "tools/call", Target: "test_input_required_result_request_state"}
+}
+
+// BenchmarkUpstreamAsk is a proxy sealing an upstream's InputRequiredResult
+// (op upstream.ask), and BenchmarkUpstreamResume its retry (op
+// upstream.resume: open, check the answer, build the forward): the
+// guard's share of BenchmarkProxy's input round.
+func BenchmarkUpstreamAsk(b *testing.B) {
+	for _, eng := range benchEngines {
+		b.Run(eng.String(), func(b *testing.B) {
+			g := benchGuard(b, eng)
+			ctx := context.Background()
+			c := benchUpstreamCall(benchUpRequest)
+			runTimed(b, warmCalls, func() error {
+				_, err := g.UpstreamAsk(ctx, c, json.RawMessage(benchUpResponse), nil)
+				return err
+			})
+		})
+	}
+}
+
+func BenchmarkUpstreamResume(b *testing.B) {
+	for _, eng := range benchEngines {
+		b.Run(eng.String(), func(b *testing.B) {
+			g := benchGuard(b, eng)
+			ctx := context.Background()
+			r, err := g.UpstreamAsk(ctx, benchUpstreamCall(benchUpRequest), json.RawMessage(benchUpResponse), nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var res struct {
+				RequestState string `json:"requestState"`
+			}
+			if err := json.Unmarshal(r.Result, &res); err != nil {
+				b.Fatal(err)
+			}
+			st, _ := json.Marshal(res.RequestState)
+			c := benchUpstreamCall(benchUpRequest[:len(benchUpRequest)-2] + `,"inputResponses":{"confirm":{"action":"accept","content":{"ok":true}}},"requestState":` + string(st) + `}}`)
+			runTimed(b, warmCalls, func() error {
+				o, err := g.UpstreamResume(ctx, c)
+				if err == nil && o.Status != Complete {
+					b.Fatalf("status %s", o.Status)
+				}
+				return err
+			})
+		})
+	}
+}

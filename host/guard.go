@@ -1,6 +1,7 @@
 package host
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -414,7 +415,11 @@ func (g *Guard) callInto(ctx context.Context, env []byte, r guestResponse) error
 	if err != nil {
 		return err
 	}
-	err = json.Unmarshal(out, r)
+	if d, ok := r.(rawDecoder); ok {
+		err = d.decodeRaw(bytes.Clone(out)) // out is the guest's memory
+	} else {
+		err = json.Unmarshal(out, r)
+	}
 	if r.interrupted() {
 		// Stopped at a checkpoint: discard the instance all the same, so
 		// a call that ran over never leaves anything behind.

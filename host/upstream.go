@@ -6,12 +6,15 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"io"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/mrtr-wasm/mrtr-wasm/guest/core"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/rawjson"
 )
 
 // UpstreamCall is one client request as a proxy in front of an MCP server
@@ -77,6 +80,72 @@ type upstreamResponse struct {
 	Forward     json.RawMessage            `json:"forward"`
 	Interrupted bool                       `json:"interrupted"`
 }
+
+// rawDecoder is a guest response that reads the guest's output itself,
+// without encoding/json: the output is the guard's own JSON.
+type rawDecoder interface {
+	decodeRaw(out []byte) error
+}
+
+// decodeRaw reads the members of an upstream.ask or upstream.resume
+// output; the raw values (result, forward, answers) are slices of out.
+func (r *upstreamResponse) decodeRaw(out []byte) error {
+	ms, err := rawjson.Object(out)
+	if err != nil {
+		return err
+	}
+	for _, m := range ms {
+		v := out[m.Start:m.End]
+		switch string(m.Key) {
+		case "ok":
+			r.OK = string(v) == "true"
+		case "interrupted":
+			r.Interrupted = string(v) == "true"
+		case "error":
+			err = json.Unmarshal(v, &r.Error)
+		case "status":
+			var s string
+			s, err = rawString(v)
+			r.Status = Status(s)
+		case "operationId":
+			r.OperationID, err = rawString(v)
+		case "answersDigest":
+			r.Digest, err = rawString(v)
+		case "round":
+			r.Round, err = strconv.Atoi(string(v))
+		case "result":
+			r.Result = v
+		case "forward":
+			r.Forward = v
+		case "answers":
+			var as []rawjson.Member
+			if as, err = rawjson.Object(v); err == nil {
+				r.Answers = make(map[string]json.RawMessage, len(as))
+				for _, a := range as {
+					r.Answers[string(a.Key)] = v[a.Start:a.End]
+				}
+			}
+		case "declined":
+			err = json.Unmarshal(v, &r.Declined)
+		case "cancelled":
+			err = json.Unmarshal(v, &r.Cancelled)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func rawString(v []byte) (string, error) {
+	s, ok := rawjson.String(v)
+	if !ok {
+		return "", errNotString
+	}
+	return s, nil
+}
+
+var errNotString = errors.New("not a JSON string")
 
 func (r *upstreamResponse) ok() bool          { return r.OK }
 func (r *upstreamResponse) interrupted() bool { return r.Interrupted }
@@ -210,6 +279,14 @@ func (g *Guard) OnceForward(ctx context.Context, o *UpstreamOutcome, effect func
 // upstreamInputs reads the input requests of an upstream's
 // InputRequiredResult for the policy, sorted by key.
 func upstreamInputs(response json.RawMessage) ([]InputRequest, error) {
+	if in, ok := upstreamInputsRaw(response); ok {
+		return in, nil
+	}
+	return upstreamInputsDecoded(response)
+}
+
+// upstreamInputsDecoded reads the input requests with encoding/json.
+func upstreamInputsDecoded(response json.RawMessage) ([]InputRequest, error) {
 	var r struct {
 		Result struct {
 			InputRequests map[string]struct {
@@ -225,14 +302,58 @@ func upstreamInputs(response json.RawMessage) ([]InputRequest, error) {
 	for k, v := range r.Result.InputRequests {
 		in = append(in, InputRequest{Key: k, Method: v.Method, Params: v.Params})
 	}
-	slices.SortFunc(in, func(a, b InputRequest) int {
-		if a.Key < b.Key {
-			return -1
-		}
-		if a.Key > b.Key {
-			return 1
-		}
-		return 0
-	})
+	sortInputs(in)
 	return in, nil
+}
+
+// upstreamInputsRaw reads the input requests by their exact member names
+// without decoding the rest; false leaves the response to encoding/json
+// above (not JSON, a repeated key, a name in another case, a member
+// missing), so that both read the same requests.
+func upstreamInputsRaw(response []byte) ([]InputRequest, bool) {
+	if !json.Valid(response) {
+		return nil, false
+	}
+	res, ok := rawjson.Get(response, "result")
+	if !ok {
+		return nil, false
+	}
+	irs, ok := rawjson.Get(res, "inputRequests")
+	if !ok {
+		return nil, false
+	}
+	ms, err := rawjson.Object(irs)
+	if err != nil {
+		return nil, false
+	}
+	in := make([]InputRequest, 0, len(ms))
+	for _, m := range ms {
+		v := irs[m.Start:m.End]
+		vm, err := rawjson.Object(v)
+		if err != nil {
+			return nil, false
+		}
+		r := InputRequest{Key: string(m.Key)}
+		for _, f := range vm {
+			switch string(f.Key) {
+			case "method":
+				if r.Method, ok = rawjson.String(v[f.Start:f.End]); !ok {
+					return nil, false
+				}
+			case "params":
+				r.Params = json.RawMessage(v[f.Start:f.End])
+			default:
+				if strings.EqualFold(string(f.Key), "method") || strings.EqualFold(string(f.Key), "params") {
+					return nil, false
+				}
+			}
+		}
+		in = append(in, r)
+	}
+	sortInputs(in)
+	return in, true
+}
+
+func sortInputs(in []InputRequest) {
+	slices.SortFunc(in, func(a, b InputRequest) int { return strings.Compare(a.Key, b.Key) })
 }

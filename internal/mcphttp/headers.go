@@ -33,21 +33,28 @@ type params struct {
 	Meta           map[string]json.RawMessage `json:"_meta"`
 }
 
-// UnmarshalJSON reads the message and its params in one pass.
-func (m *Message) UnmarshalJSON(b []byte) error {
-	var w struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Method  string          `json:"method"`
-		Params  *params         `json:"params"`
-	}
-	if err := json.Unmarshal(b, &w); err != nil {
-		return err
-	}
+// wire is a Message as it is decoded.
+type wire struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  string          `json:"method"`
+	Params  *params         `json:"params"`
+}
+
+func (m *Message) set(w *wire) {
 	m.JSONRPC, m.ID, m.Method = w.JSONRPC, w.ID, w.Method
 	if w.Params != nil {
 		m.p = *w.Params
 	}
+}
+
+// UnmarshalJSON reads the message and its params in one pass.
+func (m *Message) UnmarshalJSON(b []byte) error {
+	var w wire
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	m.set(&w)
 	return nil
 }
 
@@ -61,17 +68,21 @@ func ParseMessage(body []byte) (*Message, *jsonrpc.Error) {
 		}
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeParseError, Message: "the body is not a JSON-RPC message"}
 	}
-	m := &Message{}
-	if err := json.Unmarshal(t, m); err != nil {
+	// Decoded as a wire, not through UnmarshalJSON: encoding/json would
+	// check the whole body once more before calling it.
+	var w wire
+	if err := json.Unmarshal(t, &w); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "params must be an object with the fields of the method"}
 		}
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeParseError, Message: "the body is not valid JSON"}
 	}
-	if m.JSONRPC != "2.0" || m.Method == "" {
+	if w.JSONRPC != "2.0" || w.Method == "" {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: `not a JSON-RPC 2.0 request: "jsonrpc":"2.0" and a "method" are required`}
 	}
+	m := &Message{}
+	m.set(&w)
 	return m, nil
 }
 

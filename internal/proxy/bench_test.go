@@ -11,13 +11,16 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // BenchmarkProxy measures, side by side in one run, what `mrtr-wasm proxy`
@@ -56,23 +59,117 @@ func BenchmarkProxy(b *testing.B) {
 			return err
 		}
 	}
-	b.Run("tools_call/direct", func(b *testing.B) { latency(b, plain(env.direct)) })
-	b.Run("tools_call/proxy", func(b *testing.B) { latency(b, plain(env.proxy)) })
-	b.Run("input_round/direct", func(b *testing.B) { latency(b, round(env.direct)) })
-	b.Run("input_round/proxy", func(b *testing.B) { latency(b, round(env.proxy)) })
-	b.Run("memory/at_rest", func(b *testing.B) {
-		b.ReportMetric(float64(rss(b, env.proxyPID))/(1<<20), "RSS-MiB")
-	})
-	b.Run("throughput/direct", func(b *testing.B) { throughput(b, plain(env.direct), 0) })
-	b.Run("throughput/proxy", func(b *testing.B) { throughput(b, plain(env.proxy), env.proxyPID) })
+	targets := []struct {
+		name string
+		base string
+		pid  int // the proxy's, 0 for direct
+	}{{"direct", env.direct, 0}, {"proxy", env.proxy, env.proxyPID}}
+	if env.baseProxy != "" {
+		targets = append(targets, struct {
+			name string
+			base string
+			pid  int
+		}{"proxy_base", env.baseProxy, env.basePID})
+	}
+	for _, t := range targets {
+		b.Run("tools_call/"+t.name, func(b *testing.B) { latency(b, plain(t.base)) })
+	}
+	for _, t := range targets {
+		b.Run("input_round/"+t.name, func(b *testing.B) { latency(b, round(t.base)) })
+	}
+	for _, t := range targets[1:] {
+		b.Run("memory/at_rest/"+t.name, func(b *testing.B) {
+			b.ReportMetric(float64(rss(b, t.pid))/(1<<20), "RSS-MiB")
+		})
+	}
+	// Throughput, pinned: first as measured since the proxy's first
+	// figures (upstream on CPU 1, proxy on CPU 0, the clients free to run
+	// on both), then with the clients held on CPU 0 so that the upstream
+	// has CPU 1 to itself in both runs (BENCHMARKS.md, "The proxy", says
+	// why): "sidecar" puts the proxy on CPU 1 beside the upstream (the
+	// server side has one core, direct or proxied), "beside_client" on
+	// CPU 0 with the clients.
+	layouts := []benchLayout{{name: "", proxyCPU: "0"}}
+	if env.pin {
+		layouts = append(layouts, benchLayout{"sidecar/", "1", true}, benchLayout{"beside_client/", "0", true})
+	}
+	for _, l := range layouts {
+		for _, t := range targets {
+			b.Run("throughput/"+l.name+t.name, func(b *testing.B) {
+				if env.pin {
+					defer env.layout(b, l, t.pid)()
+				}
+				throughput(b, plain(t.base), t.pid, env.upstreamPID)
+			})
+		}
+	}
+}
+
+// benchLayout places the proxy (proxyCPU) and the clients (on CPU 0 when
+// pinClient, else on every CPU) for one throughput run; the upstream
+// stays on CPU 1.
+type benchLayout struct {
+	name      string
+	proxyCPU  string
+	pinClient bool
+}
+
+// layout applies l and returns what undoes it.
+func (e *benchEnv) layout(b *testing.B, l benchLayout, proxyPID int) func() {
+	if proxyPID != 0 {
+		if out, err := exec.Command("taskset", "-a", "-p", "-c", l.proxyCPU, strconv.Itoa(proxyPID)).CombinedOutput(); err != nil {
+			b.Fatalf("taskset: %v %s", err, out)
+		}
+	}
+	if l.pinClient {
+		pinSelf(b, 0)
+	}
+	return func() {
+		if proxyPID != 0 {
+			_ = exec.Command("taskset", "-a", "-p", "-c", "0", strconv.Itoa(proxyPID)).Run()
+		}
+		if l.pinClient {
+			pinSelf(b, -1)
+		}
+	}
+}
+
+// pinSelf puts every thread of this process on cpu (-1: on every CPU).
+// New threads inherit their creator's mask, so two passes catch a thread
+// started during the first.
+func pinSelf(b *testing.B, cpu int) {
+	var mask [16]uint64
+	if cpu < 0 {
+		for i := 0; i < runtime.NumCPU(); i++ {
+			mask[i/64] |= 1 << (i % 64)
+		}
+	} else {
+		mask[cpu/64] |= 1 << (cpu % 64)
+	}
+	for pass := 0; pass < 2; pass++ {
+		tasks, err := os.ReadDir("/proc/self/task")
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, t := range tasks {
+			tid, _ := strconv.Atoi(t.Name())
+			_, _, errno := syscall.RawSyscall(syscall.SYS_SCHED_SETAFFINITY, uintptr(tid), unsafe.Sizeof(mask), uintptr(unsafe.Pointer(&mask)))
+			if errno != 0 && errno != syscall.ESRCH {
+				b.Fatalf("sched_setaffinity: %v", errno)
+			}
+		}
+	}
 }
 
 var stateRE = regexp.MustCompile(`"requestState":"([^"]+)"`)
 
 type benchEnv struct {
-	client        *http.Client
-	direct, proxy string
-	proxyPID      int
+	client                *http.Client
+	direct, proxy         string
+	proxyPID, upstreamPID int
+	baseProxy             string // MRTR_BENCH_BASE_BIN's proxy, or ""
+	basePID               int
+	pin                   bool
 }
 
 func startBench(b *testing.B) *benchEnv {
@@ -105,7 +202,7 @@ func startBench(b *testing.B) *benchEnv {
 		return cmd, bufio.NewReader(out)
 	}
 	ln := freePort(b)
-	spawn("1", filepath.Join(dir, "everything-server"), "-http", ln)
+	up, _ := spawn("1", filepath.Join(dir, "everything-server"), "-http", ln)
 	direct := "http://" + ln
 	waitHTTP(b, direct+"/mcp")
 	keys, err := exec.Command(filepath.Join(dir, "mrtr-wasm"), "keygen").Output()
@@ -113,36 +210,45 @@ func startBench(b *testing.B) *benchEnv {
 		b.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(dir, "keys"), keys, 0o600)
-	px, logs := spawn("0", filepath.Join(dir, "mrtr-wasm"), "proxy", "--addr", "127.0.0.1:0", "--upstream", direct+"/mcp",
-		"--keys", filepath.Join(dir, "keys"), "--log-format", "json",
-		"--wasm-cache", filepath.Join(os.TempDir(), "mrtr-wasm-proxy-test-cache"))
-	addr := make(chan string, 1)
-	go func() {
-		re := regexp.MustCompile(`"mcp":"http://([0-9.:]+)/mcp"`)
-		for {
-			line, err := logs.ReadString('\n')
-			if m := re.FindStringSubmatch(line); m != nil {
-				addr <- m[1]
+	startProxy := func(bin string) (string, int) {
+		px, logs := spawn("0", bin, "proxy", "--addr", "127.0.0.1:0", "--upstream", direct+"/mcp",
+			"--keys", filepath.Join(dir, "keys"), "--log-format", "json",
+			"--wasm-cache", filepath.Join(os.TempDir(), "mrtr-wasm-proxy-test-cache"))
+		addr := make(chan string, 1)
+		go func() {
+			re := regexp.MustCompile(`"mcp":"http://([0-9.:]+)/mcp"`)
+			for {
+				line, err := logs.ReadString('\n')
+				if m := re.FindStringSubmatch(line); m != nil {
+					addr <- m[1]
+				}
+				if err != nil {
+					addr <- ""
+					return
+				}
 			}
-			if err != nil {
-				addr <- ""
-				return
-			}
+		}()
+		a := <-addr
+		if a == "" {
+			b.Fatalf("the proxy %s did not start", bin)
 		}
-	}()
-	a := <-addr
-	if a == "" {
-		b.Fatal("the proxy did not start")
+		waitHTTP(b, "http://"+a+"/healthz")
+		return "http://" + a, px.Process.Pid
 	}
-	proxy := "http://" + a
-	waitHTTP(b, proxy+"/healthz")
 	c := &http.Client{Transport: &http.Transport{MaxIdleConns: 256, MaxIdleConnsPerHost: 256}}
-	e := &benchEnv{client: c, direct: direct, proxy: proxy, proxyPID: px.Process.Pid}
-	for i := 0; i < 200; i++ { // warm both up (pool instances, connections, the tools/list cache)
-		benchCall(c, direct, "test_simple_text", "")
-		benchCall(c, proxy, "test_simple_text", "")
+	e := &benchEnv{client: c, direct: direct, upstreamPID: up.Process.Pid, pin: pin}
+	e.proxy, e.proxyPID = startProxy(filepath.Join(dir, "mrtr-wasm"))
+	warm := []string{direct, e.proxy}
+	if base := os.Getenv("MRTR_BENCH_BASE_BIN"); base != "" {
+		e.baseProxy, e.basePID = startProxy(base)
+		warm = append(warm, e.baseProxy)
 	}
-	b.Logf("pinned with taskset (upstream CPU 1, proxy CPU 0): %v", pin)
+	for i := 0; i < 200; i++ { // warm them up (pool instances, connections, the tools/list cache)
+		for _, w := range warm {
+			benchCall(c, w, "test_simple_text", "")
+		}
+	}
+	b.Logf("pinned with taskset (upstream CPU 1, proxy CPU 0): %v; base proxy: %q", pin, os.Getenv("MRTR_BENCH_BASE_BIN"))
 	return e
 }
 
@@ -200,8 +306,10 @@ func latency(b *testing.B, f func() error) {
 }
 
 // throughput runs 16 clients for b.N calls in all and reports calls/s;
-// with pid, the proxy's peak RSS while it runs.
-func throughput(b *testing.B, f func() error, pid int) {
+// with pid, the proxy's peak RSS while it runs. It also reports the CPU
+// time per call of the clients (this process), the upstream and the
+// proxy: what each costs, whatever the machine's load.
+func throughput(b *testing.B, f func() error, pid, upstreamPID int) {
 	var n atomic.Int64
 	var peak atomic.Int64
 	stop := make(chan struct{})
@@ -221,6 +329,7 @@ func throughput(b *testing.B, f func() error, pid int) {
 	}
 	b.ResetTimer()
 	t := time.Now()
+	cpu0, up0, px0 := selfCPU(), procCPU(upstreamPID), procCPU(pid)
 	var wg sync.WaitGroup
 	for w := 0; w < 16; w++ {
 		wg.Add(1)
@@ -236,12 +345,51 @@ func throughput(b *testing.B, f func() error, pid int) {
 	}
 	wg.Wait()
 	el := time.Since(t)
+	cpu1, up1, px1 := selfCPU(), procCPU(upstreamPID), procCPU(pid)
 	b.StopTimer()
 	close(stop)
 	b.ReportMetric(float64(b.N)/el.Seconds(), "calls/s")
+	perCall := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(b.N) }
+	b.ReportMetric(perCall(cpu1-cpu0), "client-cpu-µs/call")
+	b.ReportMetric(perCall(up1-up0), "upstream-cpu-µs/call")
+	if pid != 0 {
+		b.ReportMetric(perCall(px1-px0), "proxy-cpu-µs/call")
+	}
 	if pid != 0 {
 		b.ReportMetric(float64(peak.Load())/(1<<20), "peak-RSS-MiB")
 	}
+}
+
+// selfCPU is this process's CPU time (user and system).
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// procCPU is a process's CPU time (user and system, all its threads) from
+// /proc/PID/stat, in clock ticks of 10 ms (Linux); 0 for pid 0.
+func procCPU(pid int) time.Duration {
+	if pid == 0 {
+		return 0
+	}
+	s, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	i := bytes.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(s[i+1:])) // f[0] is field 3 (state); utime is field 14, stime 15
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * 10 * time.Millisecond
 }
 
 // rss is a process's resident set in bytes (Linux).

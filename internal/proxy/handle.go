@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -15,6 +14,7 @@ import (
 	"github.com/mrtr-wasm/mrtr-wasm/host"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/identity"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/mcphttp"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/rawjson"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/telemetry"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/upstream"
 )
@@ -338,12 +338,24 @@ func (t *tracedSink) Final(raw []byte) {
 	t.Sink.Final(raw)
 }
 
-var inputRequiredMark = []byte(`"input_required"`)
-
-// isInputRequired reports whether resp is a result with resultType
-// input_required; a plain result is decoded only when it holds the word.
+// isInputRequired reports whether resp (a JSON-RPC response, valid JSON)
+// is a result with resultType input_required. A result that cannot hold
+// the word, not even spelt with \u escapes, is not read; one whose
+// members repeat a key is decoded as a client's parser would (the last
+// copy wins), so that no spelling slips an unsealed round past the guard.
 func isInputRequired(resp []byte) bool {
-	if !bytes.Contains(resp, inputRequiredMark) {
+	if !rawjson.MayContain(resp, "input_required") {
+		return false
+	}
+	if res, ok := rawjson.Get(resp, "result"); ok {
+		if rt, ok := rawjson.Get(res, "resultType"); ok {
+			s, _ := rawjson.String(rt)
+			return s == "input_required"
+		}
+		if _, err := rawjson.Object(res); err == nil {
+			return false
+		}
+	} else if _, err := rawjson.Object(resp); err == nil {
 		return false
 	}
 	var r struct {
@@ -354,10 +366,20 @@ func isInputRequired(resp []byte) bool {
 	return json.Unmarshal(resp, &r) == nil && r.Result != nil && r.Result.ResultType == "input_required"
 }
 
-// isServerRequest reports whether raw is a request (a method and an id).
+// isServerRequest reports whether raw (valid JSON) is a request: a method
+// and an id. As above, a message that repeats a key is decoded in full.
 func isServerRequest(raw []byte) bool {
-	if !bytes.Contains(raw, []byte(`"id"`)) {
+	if !rawjson.MayContain(raw, `"id"`) {
 		return false
+	}
+	if ms, err := rawjson.Object(raw); err == nil {
+		id, hasID := rawjson.Find(ms, "id")
+		m, hasMethod := rawjson.Find(ms, "method")
+		if !hasID || !hasMethod || string(raw[id.Start:id.End]) == "null" {
+			return false
+		}
+		method, _ := rawjson.String(raw[m.Start:m.End])
+		return method != ""
 	}
 	var r struct {
 		ID     json.RawMessage `json:"id"`

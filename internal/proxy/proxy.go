@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -274,41 +275,90 @@ type Sink interface {
 	Final(raw []byte)
 }
 
-// httpSink answers with application/json, or switches to an event stream
-// at the first message that arrives before the response.
+// httpSink answers with application/json, or with an event stream when
+// the upstream streams or a message arrives before the response. The
+// stream's headers wait up to streamHeaderDelay for its first message:
+// a call whose answer follows at once goes out in one write (one wake-up
+// of the client, not two), and a stream that stays quiet longer gets its
+// headers when the wait ends, as before. Messages are flushed as they
+// arrive. The lock is for that timer.
 type httpSink struct {
+	mu        sync.Mutex
 	w         http.ResponseWriter
-	streaming bool
+	streaming bool // the answer is an event stream
+	started   bool // its headers are written
 	done      bool
+	timer     *time.Timer
 }
 
+// streamHeaderDelay is how long an event stream's headers may wait for its
+// first message.
+const streamHeaderDelay = 50 * time.Millisecond
+
 func (s *httpSink) Start() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.streaming || s.done {
 		return
 	}
+	s.streaming = true
+	s.timer = time.AfterFunc(streamHeaderDelay, s.startLate)
+}
+
+// startLate sends the headers of a stream that had nothing to say yet.
+func (s *httpSink) startLate() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.done || s.started {
+		return
+	}
+	s.writeHeader()
+	s.flush()
+}
+
+func (s *httpSink) writeHeader() {
+	s.streaming, s.started = true, true
 	s.w.Header().Set("Content-Type", "text/event-stream")
 	s.w.Header().Set("Cache-Control", "no-cache")
 	s.w.WriteHeader(http.StatusOK)
-	s.streaming = true
+}
+
+func (s *httpSink) flush() {
 	if f, ok := s.w.(http.Flusher); ok {
 		f.Flush()
 	}
 }
 
 func (s *httpSink) Notify(raw []byte) error {
-	s.Start()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.done {
+		return nil
+	}
+	if !s.started {
+		s.writeHeader()
+	}
 	if err := writeEvent(s.w, raw); err != nil {
 		return err
 	}
-	if f, ok := s.w.(http.Flusher); ok {
-		f.Flush()
-	}
+	s.flush()
 	return nil
 }
 
 func (s *httpSink) Final(raw []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.done {
+		return
+	}
 	s.done = true
+	if s.timer != nil {
+		s.timer.Stop()
+	}
 	if s.streaming {
+		if !s.started {
+			s.writeHeader()
+		}
 		_ = writeEvent(s.w, raw)
 		return
 	}
@@ -344,7 +394,10 @@ func errorStatus(raw []byte) int {
 }
 
 func (s *httpSink) finish() {
-	if !s.done {
+	s.mu.Lock()
+	done := s.done
+	s.mu.Unlock()
+	if !done {
 		s.Final(rpcError(nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}))
 	}
 }

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/mrtr-wasm/mrtr-wasm/internal/rawjson"
 )
 
 // HTTPOptions configure a Streamable HTTP upstream.
@@ -140,18 +142,50 @@ func (u *HTTP) call(ctx context.Context, msg []byte, h http.Header, onMessage fu
 
 // callHeader is call that also returns the response's headers (a legacy
 // upstream's Mcp-Session-Id).
+//
+// The request runs on a context of its own that ends with ctx, so that
+// a stream whose response has come can be read to its end after the call
+// returns (see drain).
 func (u *HTTP) callHeader(ctx context.Context, msg []byte, h http.Header, onMessage func(raw []byte) error) ([]byte, http.Header, int, error) {
-	req, err := u.newRequest(ctx, msg, h)
+	rctx, rcancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, rcancel)
+	req, err := u.newRequest(rctx, msg, h)
 	if err != nil {
+		stop()
+		rcancel()
 		return nil, nil, 0, err
 	}
 	resp, err := u.client.Do(req)
 	if err != nil {
+		stop()
+		rcancel()
 		return nil, nil, 0, transportError(ctx, err)
 	}
-	defer resp.Body.Close()
 	b, err := u.readResponse(ctx, resp, onMessage)
+	if err == nil && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") && stop() {
+		go drain(resp.Body, rcancel)
+	} else {
+		resp.Body.Close()
+		stop()
+		rcancel()
+	}
 	return b, resp.Header, resp.StatusCode, err
+}
+
+// drainWait bounds how long a stream may go on after its response.
+const drainWait = time.Second
+
+// drain reads what is left of an event stream after its response: the
+// upstream ends the stream right after it, and a connection read to the
+// end goes back to the pool, where one closed early is dialled again (a
+// new TCP, or TLS, handshake for about one call in six, as measured). What
+// it reads is dropped; a stream that goes on is cut after drainWait.
+func drain(body io.ReadCloser, cancel context.CancelFunc) {
+	t := time.AfterFunc(drainWait, cancel)
+	_, _ = io.Copy(io.Discard, io.LimitReader(body, 64<<10))
+	t.Stop()
+	body.Close()
+	cancel()
 }
 
 func (u *HTTP) readResponse(ctx context.Context, resp *http.Response, onMessage func(raw []byte) error) ([]byte, error) {
@@ -171,7 +205,7 @@ func (u *HTTP) readResponse(ctx context.Context, resp *http.Response, onMessage 
 		}
 		// A 4xx with a JSON-RPC error (a header mismatch, a bad request)
 		// is the upstream's answer: relay it.
-		if !isResponse(b) {
+		if ok, err := classify(b); err != nil || !ok {
 			return nil, Errorf(CodeBadResponse, fmt.Sprintf("the upstream answered HTTP %d without a JSON-RPC response", resp.StatusCode), nil)
 		}
 		return b, nil
@@ -217,11 +251,12 @@ func (u *HTTP) readStream(ctx context.Context, body io.Reader, onMessage func(ra
 			if len(bytes.TrimSpace(msg)) == 0 {
 				continue // a priming event (SEP-1699): an id and no data
 			}
-			if isResponse(msg) {
-				return msg, nil
+			resp, err := classify(msg)
+			if err != nil {
+				return nil, Errorf(CodeBadResponse, "the upstream's stream carried an event that is not JSON, or repeats a key", nil)
 			}
-			if !json.Valid(msg) {
-				return nil, Errorf(CodeBadResponse, "the upstream's stream carried an event that is not JSON", nil)
+			if resp {
+				return msg, nil
 			}
 			if onMessage != nil {
 				if err := onMessage(msg); err != nil {
@@ -271,21 +306,32 @@ func readStreamLine(br *bufio.Reader, max int64) ([]byte, error) {
 	}
 }
 
-// isResponse reports whether b is one JSON-RPC response: an object with
-// an id and a result or an error, and no method.
-func isResponse(b []byte) bool {
-	var p struct {
-		ID     json.RawMessage `json:"id"`
-		Method *string         `json:"method"`
-		Result json.RawMessage `json:"result"`
-		Error  json.RawMessage `json:"error"`
+// classify reports whether the JSON text b is one JSON-RPC response: an
+// object with an id and a result or an error, and no method. Text that is
+// not JSON, or an object that repeats a key (two parsers could each keep
+// a different copy), is an error. Only the top-level members are read.
+func classify(b []byte) (response bool, err error) {
+	if !json.Valid(b) {
+		return false, errNotJSON
 	}
 	t := bytes.TrimSpace(b)
-	if len(t) == 0 || t[0] != '{' || json.Unmarshal(t, &p) != nil {
-		return false
+	if t[0] != '{' {
+		return false, nil
 	}
-	return p.Method == nil && len(p.ID) > 0 && (len(p.Result) > 0 || len(p.Error) > 0)
+	ms, err := rawjson.Object(t)
+	if err != nil {
+		return false, err
+	}
+	if m, ok := rawjson.Find(ms, "method"); ok && string(t[m.Start:m.End]) != "null" {
+		return false, nil
+	}
+	_, id := rawjson.Find(ms, "id")
+	_, result := rawjson.Find(ms, "result")
+	_, e := rawjson.Find(ms, "error")
+	return id && (result || e), nil
 }
+
+var errNotJSON = errors.New("not JSON")
 
 // Send posts a message that has no response.
 func (u *HTTP) Send(ctx context.Context, msg []byte, h http.Header) error {

@@ -26,7 +26,7 @@ func FuzzReadStream(f *testing.F) {
 			}
 			return nil
 		})
-		if err == nil && !isResponse(out) {
+		if ok, cerr := classify(out); err == nil && (cerr != nil || !ok) {
 			t.Fatalf("not a response: %q", out)
 		}
 		if err != nil {

@@ -730,7 +730,7 @@ func (c *child) write(ctx context.Context, msg []byte) error {
 // rewriteRequest gives a request the call's id and progress token, and
 // the traceparent in _meta.
 func rewriteRequest(m *rpcMessage, cl *call, tp string) ([]byte, error) {
-	edits := []edit{{m.id.start, m.id.end, strconv.AppendInt(nil, cl.id, 10)}}
+	edits := []edit{{m.id.Start, m.id.End, strconv.AppendInt(nil, cl.id, 10)}}
 	p, pms, hasParams, err := paramsObject(m)
 	if err != nil {
 		return nil, err
@@ -739,13 +739,13 @@ func rewriteRequest(m *rpcMessage, cl *call, tp string) ([]byte, error) {
 	metaSpan, hasMeta := find(pms, "_meta")
 	if hasMeta {
 		mm := metaSpan
-		meta = m.raw[p.start+mm.start : p.start+mm.end]
+		meta = m.raw[p.Start+mm.Start : p.Start+mm.End]
 		ms, err := objectMembers(meta)
 		if err != nil {
 			return nil, errors.New("params._meta is not an object")
 		}
 		if t, ok := find(ms, "progressToken"); ok {
-			cl.origToken = meta[t.start:t.end]
+			cl.origToken = meta[t.Start:t.End]
 			cl.token = "mrtr-" + strconv.FormatInt(cl.id, 10)
 			if meta, err = setMember(meta, "progressToken", strconv.AppendQuote(nil, cl.token)); err != nil {
 				return nil, err
@@ -764,13 +764,13 @@ func rewriteRequest(m *rpcMessage, cl *call, tp string) ([]byte, error) {
 	switch {
 	case meta == nil:
 	case hasMeta:
-		edits = append(edits, edit{p.start + metaSpan.start, p.start + metaSpan.end, meta})
+		edits = append(edits, edit{p.Start + metaSpan.Start, p.Start + metaSpan.End, meta})
 	case hasParams:
 		params, err := setMember(m.value(p), "_meta", meta)
 		if err != nil {
 			return nil, err
 		}
-		edits = append(edits, edit{p.start, p.end, params})
+		edits = append(edits, edit{p.Start, p.End, params})
 	default:
 		end := bytes.LastIndexByte(m.raw, '}')
 		edits = append(edits, edit{end, end, append([]byte(`,"params":{"_meta":`), append(meta, '}')...)})
@@ -850,7 +850,7 @@ func (s *Stdio) route(c *child, m *rpcMessage) {
 			s.log.Debug("upstream response to no call in flight (late, after a cancel)", "pid", c.pid)
 			return
 		}
-		cl.push(splice(m.raw, edit{m.id.start, m.id.end, cl.origID}), true, nil)
+		cl.push(splice(m.raw, edit{m.id.Start, m.id.End, cl.origID}), true, nil)
 		return
 	case m.method == "notifications/progress":
 		if cl, out := c.progressCall(m); cl != nil {
@@ -917,7 +917,7 @@ func (c *child) progressCall(m *rpcMessage) (*call, []byte) {
 		return nil, nil
 	}
 	var token string
-	if json.Unmarshal(m.raw[p.start+t.start:p.start+t.end], &token) != nil {
+	if json.Unmarshal(m.raw[p.Start+t.Start:p.Start+t.End], &token) != nil {
 		return nil, nil
 	}
 	id, ok := strings.CutPrefix(token, "mrtr-")
@@ -934,7 +934,7 @@ func (c *child) progressCall(m *rpcMessage) (*call, []byte) {
 	if cl == nil || cl.origToken == nil {
 		return nil, nil
 	}
-	return cl, splice(m.raw, edit{p.start + t.start, p.start + t.end, cl.origToken})
+	return cl, splice(m.raw, edit{p.Start + t.Start, p.Start + t.End, cl.origToken})
 }
 
 func (s *Stdio) unrouted(c *child, m *rpcMessage) {

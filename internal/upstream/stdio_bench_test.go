@@ -115,7 +115,7 @@ func BenchmarkStdioRewrite(b *testing.B) {
 		if err != nil || !r.isResponse() {
 			b.Fatal(err)
 		}
-		_ = splice(r.raw, edit{r.id.start, r.id.end, cl.origID})
+		_ = splice(r.raw, edit{r.id.Start, r.id.End, cl.origID})
 	}
 	done()
 }

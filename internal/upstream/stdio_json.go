@@ -11,149 +11,17 @@ import (
 	"errors"
 	"slices"
 	"strconv"
+
+	"github.com/mrtr-wasm/mrtr-wasm/internal/rawjson"
 )
 
-// member is one member of a JSON object: its key (a slice of the object
-// unless the key had escapes) and the span of its value.
-type member struct {
-	key        []byte
-	start, end int
-}
+// The object walk is rawjson's (the proxy reads its members the same way).
+type member = rawjson.Member
 
 var (
-	errNotObject = errors.New("not a JSON object")
-	errDupKey    = errors.New("duplicate key")
-	errTruncated = errors.New("truncated JSON")
+	objectMembers = rawjson.Object
+	find          = rawjson.Find
 )
-
-func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && isSpace(b[i]) {
-		i++
-	}
-	return i
-}
-
-// skipString returns the index after the string that starts at b[i] ('"').
-func skipString(b []byte, i int) int {
-	for i++; i < len(b); i++ {
-		switch b[i] {
-		case '\\':
-			i++
-		case '"':
-			return i + 1
-		}
-	}
-	return -1
-}
-
-// skipValue returns the index after the value that starts at b[i], or -1
-// when b ends first. It trusts b to be valid JSON (the caller checked), and
-// only needs to stay within bounds when it is not (a truncated prefix).
-func skipValue(b []byte, i int) int {
-	if i >= len(b) {
-		return -1
-	}
-	switch b[i] {
-	case '"':
-		return skipString(b, i)
-	case '{', '[':
-		depth := 0
-		for ; i < len(b); i++ {
-			switch b[i] {
-			case '"':
-				if i = skipString(b, i); i < 0 {
-					return -1
-				}
-				i--
-			case '{', '[':
-				depth++
-			case '}', ']':
-				if depth--; depth == 0 {
-					return i + 1
-				}
-			}
-		}
-		return -1
-	}
-	for ; i < len(b); i++ {
-		switch b[i] {
-		case ',', '}', ']', ' ', '\t', '\n', '\r':
-			return i
-		}
-	}
-	return i
-}
-
-// objectMembers lists the members of the object in b. A duplicate key is
-// an error (two parsers that keep different copies are how messages get
-// smuggled). On a truncated or invalid b it returns the members read so
-// far with an error.
-func objectMembers(b []byte) ([]member, error) {
-	i := skipSpace(b, 0)
-	if i >= len(b) || b[i] != '{' {
-		return nil, errNotObject
-	}
-	ms := make([]member, 0, 8)
-	i = skipSpace(b, i+1)
-	if i < len(b) && b[i] == '}' {
-		return ms, nil
-	}
-	for {
-		if i >= len(b) || b[i] != '"' {
-			return ms, errTruncated
-		}
-		ke := skipString(b, i)
-		if ke < 0 {
-			return ms, errTruncated
-		}
-		key := b[i+1 : ke-1]
-		if bytes.IndexByte(key, '\\') >= 0 {
-			var k string
-			if json.Unmarshal(b[i:ke], &k) != nil {
-				return ms, errTruncated
-			}
-			key = []byte(k)
-		}
-		i = skipSpace(b, ke)
-		if i >= len(b) || b[i] != ':' {
-			return ms, errTruncated
-		}
-		i = skipSpace(b, i+1)
-		ve := skipValue(b, i)
-		if ve < 0 || ve == i {
-			return ms, errTruncated
-		}
-		for _, m := range ms {
-			if bytes.Equal(m.key, key) {
-				return ms, errDupKey
-			}
-		}
-		ms = append(ms, member{key, i, ve})
-		i = skipSpace(b, ve)
-		if i >= len(b) {
-			return ms, errTruncated
-		}
-		switch b[i] {
-		case ',':
-			i = skipSpace(b, i+1)
-		case '}':
-			return ms, nil
-		default:
-			return ms, errTruncated
-		}
-	}
-}
-
-func find(ms []member, key string) (member, bool) {
-	for _, m := range ms {
-		if string(m.key) == key {
-			return m, true
-		}
-	}
-	return member{}, false
-}
 
 // edit replaces b[start:end] with repl.
 type edit struct {
@@ -186,7 +54,7 @@ func setMember(obj []byte, key string, val []byte) ([]byte, error) {
 		return nil, err
 	}
 	if m, ok := find(ms, key); ok {
-		return splice(obj, edit{m.start, m.end, val}), nil
+		return splice(obj, edit{m.Start, m.End, val}), nil
 	}
 	ins := make([]byte, 0, len(key)+len(val)+4)
 	ins = append(strconv.AppendQuote(ins, key), ':')
@@ -209,7 +77,7 @@ type rpcMessage struct {
 
 func (m *rpcMessage) get(key string) (member, bool) { return find(m.members, key) }
 
-func (m *rpcMessage) value(mb member) []byte { return m.raw[mb.start:mb.end] }
+func (m *rpcMessage) value(mb member) []byte { return m.raw[mb.Start:mb.End] }
 
 func (m *rpcMessage) isResponse() bool {
 	_, r := m.get("result")
@@ -242,7 +110,7 @@ func parseMessage(line []byte) (*rpcMessage, error) {
 		}
 	}
 	if v, ok := m.get("id"); ok && string(m.value(v)) != "null" {
-		if c := line[v.start]; c != '"' && c != '-' && (c < '0' || c > '9') {
+		if c := line[v.Start]; c != '"' && c != '-' && (c < '0' || c > '9') {
 			return nil, errors.New("id is neither a string nor a number")
 		}
 		m.hasID, m.id = true, v
@@ -259,7 +127,7 @@ func parseMessage(line []byte) (*rpcMessage, error) {
 func idInPrefix(prefix []byte) (int64, bool) {
 	ms, _ := objectMembers(prefix)
 	if m, ok := find(ms, "id"); ok {
-		n, err := strconv.ParseInt(string(prefix[m.start:m.end]), 10, 64)
+		n, err := strconv.ParseInt(string(prefix[m.Start:m.End]), 10, 64)
 		return n, err == nil
 	}
 	return 0, false
@@ -304,7 +172,7 @@ func withoutModernMeta(msg []byte) []byte {
 	if !ok {
 		return msg
 	}
-	meta := m.raw[p.start+ms.start : p.start+ms.end]
+	meta := m.raw[p.Start+ms.Start : p.Start+ms.End]
 	members, err := objectMembers(meta)
 	if err != nil {
 		return msg
@@ -312,16 +180,16 @@ func withoutModernMeta(msg []byte) []byte {
 	kept := make([]byte, 0, len(meta))
 	kept = append(kept, '{')
 	for _, mb := range members {
-		if bytes.HasPrefix(mb.key, []byte(modernMetaPrefix)) {
+		if bytes.HasPrefix(mb.Key, []byte(modernMetaPrefix)) {
 			continue
 		}
 		if len(kept) > 1 {
 			kept = append(kept, ',')
 		}
-		k, _ := json.Marshal(string(mb.key))
+		k, _ := json.Marshal(string(mb.Key))
 		kept = append(append(kept, k...), ':')
-		kept = append(kept, meta[mb.start:mb.end]...)
+		kept = append(kept, meta[mb.Start:mb.End]...)
 	}
 	kept = append(kept, '}')
-	return splice(m.raw, edit{p.start + ms.start, p.start + ms.end, kept})
+	return splice(m.raw, edit{p.Start + ms.Start, p.Start + ms.End, kept})
 }

@@ -715,7 +715,7 @@ func FuzzStdioMessage(f *testing.F) {
 		}
 		p, _ := m2.get("params")
 		var mm map[string]any
-		if json.Unmarshal(out[p.start+meta.start:p.start+meta.end], &mm) != nil || mm["traceparent"] != "00-tp" {
+		if json.Unmarshal(out[p.Start+meta.Start:p.Start+meta.End], &mm) != nil || mm["traceparent"] != "00-tp" {
 			t.Fatalf("rewrite of %s: %s", b, out)
 		}
 	})

@@ -73,7 +73,7 @@ func methodAndTarget(msg []byte) (string, string) {
 	p, _ := m.get("params")
 	var target string
 	if v, ok := find(pms, key); ok {
-		_ = json.Unmarshal(m.raw[p.start+v.start:p.start+v.end], &target)
+		_ = json.Unmarshal(m.raw[p.Start+v.Start:p.Start+v.End], &target)
 	}
 	return m.method, target
 }

@@ -1,0 +1,53 @@
+package proxy
+
+import (
+	"bytes"
+	"net/http"
+	"testing"
+)
+
+// TestSpelledInputRequiredIsSealed: an upstream that spells input_required
+// with a \u escape, or repeats resultType, still has its round sealed or
+// refused: its own requestState never reaches the client.
+func TestSpelledInputRequiredIsSealed(t *testing.T) {
+	g := newGuard(t)
+	form := `"inputRequests":{"confirm":{"method":"elicitation/create","params":{"message":"Sure?","requestedSchema":{"type":"object","properties":{"ok":{"type":"boolean"}},"required":["ok"]}}}},"requestState":"upstream-own"`
+	for name, result := range map[string]string{
+		"escaped":         `{"resultType":"input\u005frequired",` + form + `}`,
+		"repeated":        `{"resultType":"complete","resultType":"input_required",` + form + `}`,
+		"repeated result": `{"content":[]},"result":{"resultType":"input_required",` + form + `}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			up := rpcServer(t, func(w http.ResponseWriter, body []byte) {
+				if isToolsList(body) {
+					writeJSON(w, `{"jsonrpc":"2.0","id":`+idOf(body)+`,"result":{"tools":[]}}`)
+					return
+				}
+				writeJSON(w, `{"jsonrpc":"2.0","id":`+idOf(body)+`,"result":`+result+`}`)
+			})
+			base, _ := newProxy(t, g, httpUpstream(t, up.URL))
+			m, _ := callTool(t, base, "t", `{}`, "")
+			if bytes.Contains(m.Result, []byte("upstream-own")) {
+				t.Fatalf("the upstream's own state reached the client: %s", m.Result)
+			}
+			if m.Error == nil && !bytes.Contains(m.Result, []byte(`"isError":true`)) {
+				sealedState(t, m) // sealed, else refused
+			}
+		})
+	}
+}
+
+func TestServerRequestSpellings(t *testing.T) {
+	for raw, want := range map[string]bool{
+		`{"jsonrpc":"2.0","id":1,"method":"elicitation/create"}`:        true,
+		`{"jsonrpc":"2.0","\u0069d":1,"method":"elicitation/create"}`:   true,
+		`{"jsonrpc":"2.0","id":1,"id":2,"method":"elicitation/create"}`: true,
+		`{"jsonrpc":"2.0","id":null,"method":"notifications/progress"}`: false,
+		`{"jsonrpc":"2.0","method":"notifications/progress"}`:           false,
+		`{"jsonrpc":"2.0","id":1,"result":{}}`:                          false,
+	} {
+		if got := isServerRequest([]byte(raw)); got != want {
+			t.Errorf("isServerRequest(%s) = %v", raw, got)
+		}
+	}
+}

@@ -1,0 +1,189 @@
+package rawjson
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+)
+
+// Member is one member of a JSON object: its key (a slice of the object
+// unless the key had escapes) and the span of its value.
+type Member struct {
+	Key        []byte
+	Start, End int
+}
+
+var (
+	ErrNotObject = errors.New("not a JSON object")
+	ErrDupKey    = errors.New("duplicate key")
+	ErrTruncated = errors.New("truncated JSON")
+)
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && isSpace(b[i]) {
+		i++
+	}
+	return i
+}
+
+// skipString returns the index after the string that starts at b[i] ('"').
+func skipString(b []byte, i int) int {
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return -1
+}
+
+// skipValue returns the index after the value that starts at b[i], or -1
+// when b ends first. It trusts b to be valid JSON (the caller checked), and
+// only needs to stay within bounds when it is not (a truncated prefix).
+func skipValue(b []byte, i int) int {
+	if i >= len(b) {
+		return -1
+	}
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		depth := 0
+		for ; i < len(b); i++ {
+			switch b[i] {
+			case '"':
+				if i = skipString(b, i); i < 0 {
+					return -1
+				}
+				i--
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return i + 1
+				}
+			}
+		}
+		return -1
+	}
+	for ; i < len(b); i++ {
+		switch b[i] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			return i
+		}
+	}
+	return i
+}
+
+// Object lists the members of the object in b. A duplicate key is
+// an error (two parsers that keep different copies are how messages get
+// smuggled). On a truncated or invalid b it returns the members read so
+// far with an error.
+func Object(b []byte) ([]Member, error) {
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return nil, ErrNotObject
+	}
+	ms := make([]Member, 0, 8)
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return ms, nil
+	}
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return ms, ErrTruncated
+		}
+		ke := skipString(b, i)
+		if ke < 0 {
+			return ms, ErrTruncated
+		}
+		key := b[i+1 : ke-1]
+		if bytes.IndexByte(key, '\\') >= 0 {
+			var k string
+			if json.Unmarshal(b[i:ke], &k) != nil {
+				return ms, ErrTruncated
+			}
+			key = []byte(k)
+		}
+		i = skipSpace(b, ke)
+		if i >= len(b) || b[i] != ':' {
+			return ms, ErrTruncated
+		}
+		i = skipSpace(b, i+1)
+		ve := skipValue(b, i)
+		if ve < 0 || ve == i {
+			return ms, ErrTruncated
+		}
+		for _, m := range ms {
+			if bytes.Equal(m.Key, key) {
+				return ms, ErrDupKey
+			}
+		}
+		ms = append(ms, Member{key, i, ve})
+		i = skipSpace(b, ve)
+		if i >= len(b) {
+			return ms, ErrTruncated
+		}
+		switch b[i] {
+		case ',':
+			i = skipSpace(b, i+1)
+		case '}':
+			return ms, nil
+		default:
+			return ms, ErrTruncated
+		}
+	}
+}
+
+// Find returns the member key of ms.
+func Find(ms []Member, key string) (Member, bool) {
+	for _, m := range ms {
+		if string(m.Key) == key {
+			return m, true
+		}
+	}
+	return Member{}, false
+}
+
+// Get returns the value of the member key of the JSON object obj, which
+// must be valid JSON (json.Valid, or the guard's own output). Keys match
+// exactly (encoding/json would also match other cases). ok is false when
+// obj is not an object, repeats a key, or has no member key.
+func Get(obj []byte, key string) (val []byte, ok bool) {
+	ms, err := Object(obj)
+	if err != nil {
+		return nil, false
+	}
+	m, ok := Find(ms, key)
+	if !ok {
+		return nil, false
+	}
+	return obj[m.Start:m.End], true
+}
+
+// String decodes a JSON string value (with its quotes); false if raw is
+// not a string.
+func String(raw []byte) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return "", false
+	}
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return string(raw[1 : len(raw)-1]), true
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return "", false
+	}
+	return s, true
+}
+
+// MayContain reports whether the JSON text b may hold the string word
+// anywhere, escapes included: a cheap test before a decode. Only a \u
+// escape can spell a letter, a digit or '_' another way.
+func MayContain(b []byte, word string) bool {
+	return bytes.Contains(b, []byte(word)) || bytes.Contains(b, []byte(`\u`))
+}
