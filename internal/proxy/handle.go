@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -35,6 +36,16 @@ func (p *Proxy) Handle(ctx context.Context, m *mcphttp.Message, body []byte, h h
 		var span telemetry.Span
 		ctx, span = p.cfg.Telemetry.StartServer(ctx, m.Method, m.Target(), h, metaString(m, "traceparent"), metaString(m, "tracestate"))
 		s = &tracedSink{s, span}
+	}
+	if strings.HasPrefix(m.Method, "tasks/") {
+		// A task asks with tasks/get and takes the answers with
+		// tasks/update: around the guard. server/discover does not offer
+		// the extension; a client that uses it anyway is refused here.
+		p.up.refused.WithLabelValues("tasks").Inc()
+		p.log.Info("refused a tasks request: the proxy does not carry the tasks extension", "method", m.Method)
+		s.Final(rpcError(m.ID, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound,
+			Message: "mrtr-wasm proxy does not carry the tasks extension (" + m.Method + "): a task's input rounds would go around the guard; call the tool without a task"}))
+		return
 	}
 	if canAsk(m.Method) && m.IsRetry() {
 		p.resume(ctx, m, body, h, principal, s)

@@ -405,3 +405,46 @@ func TestTwoProxiesOneRedisLedger(t *testing.T) {
 		}
 	}
 }
+
+// TestTasksRefused: a tasks/* request (the tasks extension asks and takes
+// answers around the guard) gets -32601 naming the extension, and never
+// reaches the upstream; the next call goes through.
+func TestTasksRefused(t *testing.T) {
+	var seen atomic.Int64
+	up := rpcServer(t, func(w http.ResponseWriter, body []byte) {
+		if isToolsList(body) {
+			writeJSON(w, `{"jsonrpc":"2.0","id":`+idOf(body)+`,"result":{"tools":[],"cacheScope":"public","ttlMs":60000}}`)
+			return
+		}
+		if bytes.Contains(body, []byte(`"tasks/`)) {
+			seen.Add(1)
+		}
+		writeJSON(w, okResult(body))
+	})
+	base, _ := newProxy(t, newGuard(t), httpUpstream(t, up.URL))
+	for _, method := range []string{"tasks/get", "tasks/update", "tasks/cancel"} {
+		body := `{"jsonrpc":"2.0","id":7,"method":"` + method + `","params":{"taskId":"t1","inputResponses":{"a":{"action":"accept","content":{"x":"y"}}},` +
+			`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+		req, _ := http.NewRequest("POST", base+"/mcp", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+		req.Header.Set("Mcp-Method", method)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m rpcMsg
+		err = json.NewDecoder(resp.Body).Decode(&m)
+		resp.Body.Close()
+		if err != nil || m.Error == nil || m.Error.Code != -32601 || string(m.ID) != "7" || !strings.Contains(m.Error.Message, "tasks extension") {
+			t.Fatalf("%s: HTTP %d, %+v (%v): want -32601 naming the tasks extension, with id 7", method, resp.StatusCode, m.Error, err)
+		}
+	}
+	if n := seen.Load(); n != 0 {
+		t.Fatalf("the upstream saw %d tasks requests", n)
+	}
+	if m, _ := callTool(t, base, "any", `{}`, ""); m.Error != nil {
+		t.Fatalf("the next call failed: %+v", m.Error)
+	}
+}
