@@ -79,7 +79,7 @@ func parseProxy(args []string, stderr io.Writer) (*proxyOptions, error) {
 	fs.StringVar(&o.cacheDir, "wasm-cache", "", "directory for wazero's compiled guard.wasm (default: none)")
 	fs.StringVar(&o.upstreamURL, "upstream", "", "the upstream's Streamable HTTP endpoint, e.g. http://127.0.0.1:9000/mcp")
 	fs.Var(&o.upstreamHeaders, "upstream-header", "\"Name: value\" sent to an HTTP upstream with every call (repeatable; never logged)")
-	fs.DurationVar(&o.upstreamTimeout, "upstream-timeout", 60*time.Second, "bound on one upstream call, streamed messages included")
+	fs.DurationVar(&o.upstreamTimeout, "upstream-timeout", 60*time.Second, "bound on one upstream call, streamed messages included (a subscriptions/listen stream: only its start)")
 	fs.Int64Var(&o.upstreamMaxBody, "upstream-max-body", 8<<20, "largest upstream answer (or stream event) in bytes")
 	fs.BoolVar(&o.passToken, "upstream-pass-token", false, "send the client's own bearer token to an HTTP upstream (off: the upstream never sees it; its audience is this proxy, so the upstream must accept that)")
 	fs.StringVar(&o.forwardPrincipal, "forward-principal", "", "header that carries the authenticated principal to an HTTP upstream (opt-in; the client's own token is never forwarded)")

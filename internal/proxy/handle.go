@@ -59,7 +59,13 @@ func (p *Proxy) Handle(ctx context.Context, m *mcphttp.Message, body []byte, h h
 		s.Final(p.awaitLegacy(ctx, m, body, principal, p.startLegacyCall(principal, body, h), nil, s))
 		return
 	}
-	resp, err := p.call(ctx, body, h, s)
+	cctx := ctx
+	if m.Method == "subscriptions/listen" {
+		// Open as long as the client wants: --upstream-timeout bounds
+		// only its start.
+		cctx = upstream.AsStream(ctx)
+	}
+	resp, err := p.call(cctx, body, h, s)
 	if err != nil {
 		s.Final(p.upstreamError(m, err))
 		return

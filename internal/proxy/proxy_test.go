@@ -448,3 +448,52 @@ func TestTasksRefused(t *testing.T) {
 		t.Fatalf("the next call failed: %+v", m.Error)
 	}
 }
+
+// TestSubscriptionOutlivesTheTimeout: a subscriptions/listen stream stays
+// open past --upstream-timeout and relays what arrives later, while a
+// tools/call that slow still times out.
+func TestSubscriptionOutlivesTheTimeout(t *testing.T) {
+	up := rpcServer(t, func(w http.ResponseWriter, body []byte) {
+		if isToolsList(body) {
+			writeJSON(w, `{"jsonrpc":"2.0","id":`+idOf(body)+`,"result":{"tools":[],"cacheScope":"public","ttlMs":60000}}`)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		f := w.(http.Flusher)
+		note := func(n int) {
+			fmt.Fprintf(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\",\"params\":{\"_meta\":{\"io.modelcontextprotocol/subscriptionId\":%s,\"n\":%d}}}\n\n", idOf(body), n)
+			f.Flush()
+		}
+		note(1)
+		time.Sleep(900 * time.Millisecond) // past the 300 ms timeout
+		note(2)
+		fmt.Fprintf(w, "event: message\ndata: %s\n\n", `{"jsonrpc":"2.0","id":`+idOf(body)+`,"result":{}}`)
+		f.Flush()
+	})
+	base, _ := newProxy(t, newGuard(t), httpUpstream(t, up.URL, func(o *upstream.HTTPOptions) { o.Timeout = 300 * time.Millisecond }))
+
+	body := `{"jsonrpc":"2.0","id":5,"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},` +
+		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+	req, _ := http.NewRequest("POST", base+"/mcp", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", "subscriptions/listen")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`"n":1`, `"n":2`, `"id":5,"result":{}`} {
+		if !bytes.Contains(b, []byte(want)) {
+			t.Fatalf("the subscription stream lacks %s (HTTP %d):\n%s", want, resp.StatusCode, b)
+		}
+	}
+
+	m, _ := callTool(t, base, "slow", `{}`, "")
+	if m.Error == nil || !strings.Contains(m.Error.Message, "in time") {
+		t.Fatalf("a tools/call that slow: %+v, want the upstream timeout", m.Error)
+	}
+}

@@ -26,8 +26,8 @@ type HTTPOptions struct {
 	// Header is sent with every request (static credentials from
 	// --upstream-header). It is never logged.
 	Header http.Header
-	// Timeout bounds one whole call, streamed messages included
-	// (default 60 s).
+	// Timeout bounds one whole call, streamed messages included, or only
+	// the start of a call marked AsStream (default 60 s).
 	Timeout time.Duration
 	// MaxBody bounds a JSON body or one event of a stream (default 8 MiB).
 	MaxBody int64
@@ -122,8 +122,11 @@ func (u *HTTP) newRequest(ctx context.Context, msg []byte, h http.Header) (*http
 
 // Call posts msg and returns the response to it; see Upstream.
 func (u *HTTP) Call(ctx context.Context, msg []byte, h http.Header, onMessage func(raw []byte) error) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, u.timeout)
-	defer cancel()
+	if !isStream(ctx) {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, u.timeout)
+		defer cancel()
+	}
 	out, err := u.call(ctx, msg, h, onMessage)
 	if err != nil {
 		if e, ok := AsError(err); ok && (e.Code == CodeUnavailable || e.Code == CodeTimeout) {

@@ -535,7 +535,7 @@ func (s *Stdio) Call(ctx context.Context, msg []byte, h http.Header, onMessage f
 	if err != nil || m.method == "" || !m.hasID {
 		return nil, fmt.Errorf("upstream: Call needs a JSON-RPC request: %w", errOr(err, "no method or no id"))
 	}
-	if s.cfg.CallTimeout > 0 {
+	if s.cfg.CallTimeout > 0 && !isStream(ctx) {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, s.cfg.CallTimeout)
 		defer cancel()

@@ -112,3 +112,19 @@ func streamStarted(ctx context.Context) {
 		f()
 	}
 }
+
+type streamKey struct{}
+
+// AsStream marks ctx for a call whose answer is a stream that lasts as
+// long as the client keeps it open (subscriptions/listen): the upstream
+// timeout then bounds only how long the upstream takes to start
+// answering over HTTP, not the stream's length. The client's context
+// still ends it.
+func AsStream(ctx context.Context) context.Context {
+	return context.WithValue(ctx, streamKey{}, true)
+}
+
+func isStream(ctx context.Context) bool {
+	v, _ := ctx.Value(streamKey{}).(bool)
+	return v
+}
