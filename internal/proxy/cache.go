@@ -2,6 +2,9 @@ package proxy
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
 	"sync"
 	"time"
 )
@@ -165,4 +168,18 @@ func (c *scopedCache[T]) size() int {
 		n++
 	}
 	return n
+}
+
+// cacheKey is whom a private result is kept for: the principal, and when
+// the client's token goes upstream (--upstream-pass-token) that token's
+// digest too, since two tokens of one user may carry different scopes and
+// the upstream may list different tools for each. h are the headers the
+// fetch sends upstream.
+func cacheKey(principal string, h http.Header) string {
+	a := h.Get("Authorization")
+	if a == "" {
+		return principal
+	}
+	sum := sha256.Sum256([]byte(a))
+	return principal + "\x00" + hex.EncodeToString(sum[:16])
 }

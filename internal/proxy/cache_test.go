@@ -165,9 +165,12 @@ func TestScopedCache(t *testing.T) {
 type principalUpstream struct {
 	scope string
 	ttl   int64
-	mu    sync.Mutex
-	lists map[string]int // tools/list fetches by principal
-	discs map[string]int // server/discover fetches by principal
+	// tokens, when set, decide who asks by the Authorization header
+	// instead (the proxy passes the client's token).
+	tokens map[string]string
+	mu     sync.Mutex
+	lists  map[string]int // tools/list fetches by principal
+	discs  map[string]int // server/discover fetches by principal
 }
 
 func (u *principalUpstream) serve(t testing.TB) *httptest.Server {
@@ -180,6 +183,9 @@ func (u *principalUpstream) serve(t testing.TB) *httptest.Server {
 		}
 		_ = json.Unmarshal(body, &m)
 		who := r.Header.Get("X-Principal")
+		if u.tokens != nil {
+			who = u.tokens[r.Header.Get("Authorization")]
+		}
 		u.mu.Lock()
 		defer u.mu.Unlock()
 		cache := ""
@@ -468,4 +474,32 @@ func compact(raw json.RawMessage) string {
 	}
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// TestToolsListCachePerToken: with --upstream-pass-token the upstream
+// sees the client's token, and two tokens of one user may carry different
+// scopes and so list different tools: a private list is kept per token,
+// not only per principal.
+func TestToolsListCachePerToken(t *testing.T) {
+	const missingHeader = -32020
+	const tokWide, tokNarrow = "tok-alice-wide-0123456789", "tok-alice-narrow-012345"
+	// The wide token lists alice's lookup (mirrored into a header), the
+	// narrow one bob's shape (none).
+	u := &principalUpstream{scope: "private", ttl: 3_600_000,
+		tokens: map[string]string{"Bearer " + tokWide: "alice", "Bearer " + tokNarrow: "bob"}}
+	tokens, err := identity.NewTokens(map[string]string{tokWide: "alice", tokNarrow: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, _ := serveProxy(t, Config{Guard: newGuard(t), Upstream: httpUpstream(t, u.serve(t).URL), Auth: identity.NewTokenAuthenticator(tokens, nil),
+		PassToken: true, ToolsMinTTL: -1})
+	if c := lookupAs(t, base, tokWide); c != missingHeader {
+		t.Fatalf("the wide token without Mcp-Param-Region: code %d, want %d", c, missingHeader)
+	}
+	if c := lookupAs(t, base, tokNarrow); c != 0 {
+		t.Fatalf("the narrow token was checked against the wide token's list: code %d", c)
+	}
+	if l, _ := u.counts(); l["alice"] != 1 || l["bob"] != 1 {
+		t.Fatalf("tools/list fetches %v, want one per token", l)
+	}
 }

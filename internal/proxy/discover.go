@@ -52,7 +52,7 @@ func (p *Proxy) discover(ctx context.Context, m *mcphttp.Message, h http.Header,
 			return rpcResult(m.ID, p.discoverResult(init, true, cacheHint{public: true, ttl: legacyDiscoverTTL}, legacyDiscoverTTL))
 		}
 	}
-	e := p.discovery.get(ctx, principal, func(ctx context.Context) (json.RawMessage, cacheHint, error) {
+	e := p.discovery.get(ctx, cacheKey(principal, h), func(ctx context.Context) (json.RawMessage, cacheHint, error) {
 		return p.fetchDiscover(ctx, h, principal)
 	})
 	if e.err != nil {

@@ -138,7 +138,7 @@ func (p *Proxy) offerUpstream(ctx context.Context, extra *mcp.RequestExtra, ir *
 	}
 	if self == nil {
 		principal, h := p.legacyPrincipal(extra)
-		e := p.discovery.get(ctx, principal, func(ctx context.Context) (json.RawMessage, cacheHint, error) {
+		e := p.discovery.get(ctx, cacheKey(principal, h), func(ctx context.Context) (json.RawMessage, cacheHint, error) {
 			return p.fetchDiscover(ctx, h, principal)
 		})
 		if e.err != nil {

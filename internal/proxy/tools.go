@@ -31,7 +31,7 @@ type toolList struct {
 // upstream's cacheScope and ttlMs allow. h are the headers of principal's
 // request as they go upstream (upstreamHeaders).
 func (p *Proxy) toolList(ctx context.Context, h http.Header, principal string) *cached[toolList] {
-	return p.tools.get(ctx, principal, func(ctx context.Context) (toolList, cacheHint, error) {
+	return p.tools.get(ctx, cacheKey(principal, h), func(ctx context.Context) (toolList, cacheHint, error) {
 		l, hint, err := p.fetchTools(ctx, h, principal)
 		if err != nil {
 			// Without the list, Mcp-Param-* headers go unchecked here (the
