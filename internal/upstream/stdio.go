@@ -839,6 +839,12 @@ func (c *child) fail(id int64, err error) {
 
 // route hands a message from the child to the call it belongs to.
 func (s *Stdio) route(c *child, m *rpcMessage) {
+	if !m.hasID && bytes.Contains(m.raw, subscriptionIDKey) {
+		if cl, out := c.subscriptionCall(m); cl != nil {
+			cl.push(out, false, nil)
+			return
+		}
+	}
 	switch {
 	case m.isResponse():
 		id, err := strconv.ParseInt(string(m.value(m.id)), 10, 64)
@@ -903,6 +909,42 @@ func (s *Stdio) isLegacy() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.legacy
+}
+
+var subscriptionIDKey = []byte(`"io.modelcontextprotocol/subscriptionId"`)
+
+// subscriptionCall finds the subscriptions/listen call a notification was
+// delivered on: its _meta subscriptionId is the id the child saw, which
+// becomes the client's again.
+func (c *child) subscriptionCall(m *rpcMessage) (*call, []byte) {
+	p, pms, ok, err := paramsObject(m)
+	if !ok || err != nil {
+		return nil, nil
+	}
+	mt, ok := find(pms, "_meta")
+	if !ok {
+		return nil, nil
+	}
+	at := p.Start + mt.Start
+	ms, err := objectMembers(m.raw[at : p.Start+mt.End])
+	if err != nil {
+		return nil, nil
+	}
+	sid, ok := find(ms, "io.modelcontextprotocol/subscriptionId")
+	if !ok {
+		return nil, nil
+	}
+	n, err := strconv.ParseInt(string(m.raw[at+sid.Start:at+sid.End]), 10, 64)
+	if err != nil {
+		return nil, nil
+	}
+	c.mu.Lock()
+	cl := c.pending[n]
+	c.mu.Unlock()
+	if cl == nil {
+		return nil, nil
+	}
+	return cl, splice(m.raw, edit{at + sid.Start, at + sid.End, cl.origID})
 }
 
 // progressCall finds the call of a progress notification by its token and

@@ -1,7 +1,8 @@
 package upstream
 
-// The stdio multiplexer rewrites three things in the bytes it relays (the
-// id, the progress token, _meta.traceparent) and leaves every other byte
+// The stdio multiplexer rewrites a few things in the bytes it relays (the
+// id, the progress token, _meta.traceparent; on the way back, a
+// subscription notification's subscriptionId) and leaves every other byte
 // as it was: it splices values in place instead of decoding and
 // re-encoding the message.
 

@@ -760,3 +760,33 @@ func TestWithoutModernMeta(t *testing.T) {
 		}
 	}
 }
+
+// TestStdioStreamOutlivesCallTimeout: a call marked AsStream (the proxy's
+// subscriptions/listen) is not cut at CallTimeout and relays what the
+// child sends later, each notification routed by its subscriptionId (the
+// id the child saw) with the client's id put back; a plain call that slow
+// is cut.
+func TestStdioStreamOutlivesCallTimeout(t *testing.T) {
+	cfg, _ := childConfig(t, "ok")
+	cfg.CallTimeout = 200 * time.Millisecond
+	s := startChild(t, cfg)
+	var notes [][]byte
+	listen := []byte(`{"jsonrpc":"2.0","id":"sub-1","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`)
+	resp, err := s.Call(AsStream(context.Background()), listen, nil, func(raw []byte) error {
+		notes = append(notes, bytes.Clone(raw))
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("the stream was cut: %v", err)
+	}
+	if len(notes) != 2 || !bytes.Contains(notes[1], []byte(`"n":2`)) || !bytes.Contains(resp, []byte(`"id":"sub-1"`)) {
+		t.Fatalf("notifications %q, response %s: want n 1 and 2, then the response to sub-1", notes, resp)
+	}
+	for _, n := range notes {
+		if !bytes.Contains(n, []byte(`"io.modelcontextprotocol/subscriptionId":"sub-1"`)) {
+			t.Fatalf("notification %s does not name the client's subscription id", n)
+		}
+	}
+	_, err = s.Call(context.Background(), listen, nil, func([]byte) error { return nil })
+	wantCode(t, err, CodeTimeout)
+}

@@ -167,6 +167,15 @@ func (c *childServer) handle(m rpc, line []byte) {
 			"serverInfo": map[string]any{"name": "legacy-child", "version": "1"}})
 	case "tools/list":
 		c.result(m.ID, map[string]any{"tools": []any{}})
+	case "subscriptions/listen":
+		// A stream that outlives a short call timeout: one notification,
+		// a pause, another, then the end.
+		for i, pause := range []time.Duration{0, 600 * time.Millisecond} {
+			time.Sleep(pause)
+			c.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/tools/list_changed",
+				"params": map[string]any{"_meta": map[string]any{"io.modelcontextprotocol/subscriptionId": m.ID, "n": i + 1}}})
+		}
+		c.result(m.ID, map[string]any{})
 	case "tools/call":
 		var p struct {
 			Name      string         `json:"name"`
