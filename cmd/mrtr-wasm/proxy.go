@@ -250,20 +250,12 @@ func runProxyServer(ctx context.Context, o *proxyOptions, stdin io.Reader, stdou
 		"engine", engine.String(), "ledger", ledgerKind(o.ledger), "policy", pol.Info().Revision, "auth", authKind(authn), "tracing", tel.Enabled())
 
 	var hs *http.Server
-	httpDone := make(chan error, 1)
+	var httpDone <-chan error
 	if ln != nil {
-		hs = &http.Server{
-			Handler:           px.Handler(),
-			ReadHeaderTimeout: 10 * time.Second,
-			IdleTimeout:       120 * time.Second,
-			MaxHeaderBytes:    64 << 10,
-			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-		}
-		go func() { httpDone <- hs.Serve(ln) }()
-		log.Info("listening", "mcp", "http://"+ln.Addr().String()+"/mcp", "public_url", publicURL)
-		if ready != nil {
-			ready(ln.Addr().String())
-		}
+		// No read timeout: when it fires net/http cancels a request still
+		// streaming (subscriptions/listen); ReadHeaderTimeout and the body
+		// limit bound a slow client.
+		hs, httpDone = serveHTTP(ln, px.Handler(), 0, log, publicURL, ready)
 	}
 	var runErr error
 	if o.stdio {
@@ -281,13 +273,7 @@ func runProxyServer(ctx context.Context, o *proxyOptions, stdin io.Reader, stdou
 		case runErr = <-httpDone:
 		}
 	}
-	if hs != nil {
-		sctx, cancel := context.WithTimeout(context.Background(), o.shutdown)
-		defer cancel()
-		if err := hs.Shutdown(sctx); err != nil {
-			log.Error("shutdown did not finish in time", "error", err.Error())
-		}
-	}
+	stopHTTP(hs, o.shutdown, log)
 	if errors.Is(runErr, http.ErrServerClosed) {
 		runErr = nil
 	}

@@ -274,21 +274,9 @@ func runServer(ctx context.Context, o *serveOptions, stdin io.Reader, stdout, st
 		"policy", pol.Info().Revision, "auth", authKind(authn), "conformance", o.conformance, "tracing", tel.Enabled())
 
 	var hs *http.Server
-	httpDone := make(chan error, 1)
+	var httpDone <-chan error
 	if ln != nil {
-		hs = &http.Server{
-			Handler:           srv.Handler(),
-			ReadHeaderTimeout: 10 * time.Second,
-			ReadTimeout:       30 * time.Second,
-			IdleTimeout:       120 * time.Second,
-			MaxHeaderBytes:    64 << 10,
-			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-		}
-		go func() { httpDone <- hs.Serve(ln) }()
-		log.Info("listening", "mcp", "http://"+ln.Addr().String()+"/mcp", "public_url", publicURL)
-		if ready != nil {
-			ready(ln.Addr().String())
-		}
+		hs, httpDone = serveHTTP(ln, srv.Handler(), 30*time.Second, log, publicURL, ready)
 	} else {
 		log.Warn("no HTTP listener: /connect pages are unavailable", "error", err.Error())
 	}
@@ -305,14 +293,7 @@ func runServer(ctx context.Context, o *serveOptions, stdin io.Reader, stdout, st
 		case runErr = <-httpDone:
 		}
 	}
-	if hs != nil {
-		log.Info("shutting down: finishing requests in flight", "timeout", o.shutdown.String())
-		sctx, cancel := context.WithTimeout(context.Background(), o.shutdown)
-		defer cancel()
-		if err := hs.Shutdown(sctx); err != nil {
-			log.Error("shutdown did not finish in time", "error", err.Error())
-		}
-	}
+	stopHTTP(hs, o.shutdown, log)
 	if errors.Is(runErr, http.ErrServerClosed) {
 		runErr = nil
 	}
@@ -424,5 +405,39 @@ func guardOptions(o *serveOptions, keys *host.Keyring, led ledger.Ledger) (host.
 	return engine, []host.Option{
 		host.WithKeys(keys), host.WithAudience(o.audience), host.WithTTL(o.stateTTL),
 		host.WithLedger(led), host.WithEngine(engine),
+	}
+}
+
+// serveHTTP serves h on ln with the limits serve and proxy share
+// (readTimeout 0: none, for streams that outlive it), and says where.
+func serveHTTP(ln net.Listener, h http.Handler, readTimeout time.Duration, log *slog.Logger, publicURL string, ready func(string)) (*http.Server, <-chan error) {
+	hs := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       readTimeout,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	done := make(chan error, 1)
+	go func() { done <- hs.Serve(ln) }()
+	log.Info("listening", "mcp", "http://"+ln.Addr().String()+"/mcp", "public_url", publicURL)
+	if ready != nil {
+		ready(ln.Addr().String())
+	}
+	return hs, done
+}
+
+// stopHTTP lets the requests in flight finish within timeout (hs nil: no
+// listener).
+func stopHTTP(hs *http.Server, timeout time.Duration, log *slog.Logger) {
+	if hs == nil {
+		return
+	}
+	log.Info("shutting down: finishing requests in flight", "timeout", timeout.String())
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := hs.Shutdown(ctx); err != nil {
+		log.Error("shutdown did not finish in time", "error", err.Error())
 	}
 }

@@ -85,8 +85,9 @@ func DecodeHeader(v string) (string, bool) {
 	return string(b), true
 }
 
-// WriteRPCError writes a JSON-RPC error response (id null when unknown).
-func WriteRPCError(w http.ResponseWriter, status int, id json.RawMessage, e *jsonrpc.Error) {
+// ErrorResponse is a JSON-RPC error response with the raw id (null when
+// unknown).
+func ErrorResponse(id json.RawMessage, e *jsonrpc.Error) []byte {
 	if len(id) == 0 {
 		id = json.RawMessage("null")
 	}
@@ -95,6 +96,12 @@ func WriteRPCError(w http.ResponseWriter, status int, id json.RawMessage, e *jso
 		ID      json.RawMessage `json:"id"`
 		Error   *jsonrpc.Error  `json:"error"`
 	}{"2.0", id, e})
+	return body
+}
+
+// WriteRPCError writes a JSON-RPC error response (id null when unknown).
+func WriteRPCError(w http.ResponseWriter, status int, id json.RawMessage, e *jsonrpc.Error) {
+	body := ErrorResponse(id, e)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(body)

@@ -417,17 +417,7 @@ func writeEvent(w io.Writer, raw []byte) error {
 }
 
 // rpcError is a JSON-RPC error response with the given raw id.
-func rpcError(id json.RawMessage, e *jsonrpc.Error) []byte {
-	if len(id) == 0 {
-		id = json.RawMessage("null")
-	}
-	b, _ := json.Marshal(struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Error   *jsonrpc.Error  `json:"error"`
-	}{"2.0", id, e})
-	return b
-}
+func rpcError(id json.RawMessage, e *jsonrpc.Error) []byte { return mcphttp.ErrorResponse(id, e) }
 
 // rpcResult is a JSON-RPC result response with the given raw id.
 func rpcResult(id, result json.RawMessage) []byte {
