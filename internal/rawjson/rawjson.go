@@ -21,15 +21,17 @@ var (
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
-func skipSpace(b []byte, i int) int {
+// SkipSpace returns the index of the first byte at or after i that is
+// not JSON white space.
+func SkipSpace(b []byte, i int) int {
 	for i < len(b) && isSpace(b[i]) {
 		i++
 	}
 	return i
 }
 
-// skipString returns the index after the string that starts at b[i] ('"').
-func skipString(b []byte, i int) int {
+// SkipString returns the index after the string that starts at b[i] ('"').
+func SkipString(b []byte, i int) int {
 	for i++; i < len(b); i++ {
 		switch b[i] {
 		case '\\':
@@ -41,22 +43,22 @@ func skipString(b []byte, i int) int {
 	return -1
 }
 
-// skipValue returns the index after the value that starts at b[i], or -1
+// SkipValue returns the index after the value that starts at b[i], or -1
 // when b ends first. It trusts b to be valid JSON (the caller checked), and
 // only needs to stay within bounds when it is not (a truncated prefix).
-func skipValue(b []byte, i int) int {
+func SkipValue(b []byte, i int) int {
 	if i >= len(b) {
 		return -1
 	}
 	switch b[i] {
 	case '"':
-		return skipString(b, i)
+		return SkipString(b, i)
 	case '{', '[':
 		depth := 0
 		for ; i < len(b); i++ {
 			switch b[i] {
 			case '"':
-				if i = skipString(b, i); i < 0 {
+				if i = SkipString(b, i); i < 0 {
 					return -1
 				}
 				i--
@@ -84,12 +86,12 @@ func skipValue(b []byte, i int) int {
 // smuggled). On a truncated or invalid b it returns the members read so
 // far with an error.
 func Object(b []byte) ([]Member, error) {
-	i := skipSpace(b, 0)
+	i := SkipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return nil, ErrNotObject
 	}
 	ms := make([]Member, 0, 8)
-	i = skipSpace(b, i+1)
+	i = SkipSpace(b, i+1)
 	if i < len(b) && b[i] == '}' {
 		return ms, nil
 	}
@@ -97,7 +99,7 @@ func Object(b []byte) ([]Member, error) {
 		if i >= len(b) || b[i] != '"' {
 			return ms, ErrTruncated
 		}
-		ke := skipString(b, i)
+		ke := SkipString(b, i)
 		if ke < 0 {
 			return ms, ErrTruncated
 		}
@@ -109,12 +111,12 @@ func Object(b []byte) ([]Member, error) {
 			}
 			key = []byte(k)
 		}
-		i = skipSpace(b, ke)
+		i = SkipSpace(b, ke)
 		if i >= len(b) || b[i] != ':' {
 			return ms, ErrTruncated
 		}
-		i = skipSpace(b, i+1)
-		ve := skipValue(b, i)
+		i = SkipSpace(b, i+1)
+		ve := SkipValue(b, i)
 		if ve < 0 || ve == i {
 			return ms, ErrTruncated
 		}
@@ -124,13 +126,13 @@ func Object(b []byte) ([]Member, error) {
 			}
 		}
 		ms = append(ms, Member{key, i, ve})
-		i = skipSpace(b, ve)
+		i = SkipSpace(b, ve)
 		if i >= len(b) {
 			return ms, ErrTruncated
 		}
 		switch b[i] {
 		case ',':
-			i = skipSpace(b, i+1)
+			i = SkipSpace(b, i+1)
 		case '}':
 			return ms, nil
 		default:

@@ -25,6 +25,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/mcphttp"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/rawjson"
 )
 
 // rawCall is what one request carried, as sent.
@@ -261,60 +262,19 @@ func foldEqual(a, b string) bool { return len(a) == len(b) && bytes.EqualFold([]
 
 func foldKey(k string) string { return string(bytes.ToLower([]byte(k))) }
 
-func skipWS(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
+// The walk's primitives are rawjson's (the proxy and the stdio upstream
+// read members the same way); ok is false where b ends first or holds no
+// value there.
+func skipWS(b []byte, i int) int { return rawjson.SkipSpace(b, i) }
 
-// skipString returns the index after the string that starts at b[i].
 func skipString(b []byte, i int) (int, bool) {
-	for j := i + 1; j < len(b); j++ {
-		switch b[j] {
-		case '\\':
-			j++
-		case '"':
-			return j + 1, true
-		}
-	}
-	return 0, false
+	e := rawjson.SkipString(b, i)
+	return e, e > i
 }
 
-// skipValue returns the index after the value that starts at b[i].
 func skipValue(b []byte, i int) (int, bool) {
-	if i >= len(b) {
-		return 0, false
-	}
-	switch b[i] {
-	case '"':
-		return skipString(b, i)
-	case '{', '[':
-		depth := 0
-		for j := i; j < len(b); j++ {
-			switch b[j] {
-			case '"':
-				end, ok := skipString(b, j)
-				if !ok {
-					return 0, false
-				}
-				j = end - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return j + 1, true
-				}
-			}
-		}
-		return 0, false
-	}
-	j := i
-	for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' && b[j] != ' ' && b[j] != '\t' && b[j] != '\n' && b[j] != '\r' {
-		j++
-	}
-	return j, j > i
+	e := rawjson.SkipValue(b, i)
+	return e, e > i
 }
 
 // --- filing the raw params under the request's identity -------------------
