@@ -15,7 +15,8 @@ import (
 	"strings"
 	"time"
 
-	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
+	"modernc.org/sqlite" // the "sqlite" database/sql driver
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // Booking is one booked demo call.
@@ -106,11 +107,26 @@ func openSQLite(ctx context.Context, path string) (*Store, error) {
 	db.SetMaxOpenConns(8)
 	db.SetMaxIdleConns(8)
 	s := &Store{db: db, now: time.Now, Where: "sqlite:" + path}
-	if err := s.migrate(ctx); err != nil {
-		db.Close()
-		return nil, err
+	// Instances opening a new file at once race to switch it to WAL, and
+	// SQLite may then answer SQLITE_BUSY without waiting its busy_timeout:
+	// try again, for up to about 10 s.
+	for try := 1; ; try++ {
+		err = s.migrate(ctx)
+		if err == nil {
+			return s, nil
+		}
+		var se *sqlite.Error
+		if !errors.As(err, &se) || se.Code()&0xff != sqlite3.SQLITE_BUSY || try == 40 {
+			db.Close()
+			return nil, err
+		}
+		select {
+		case <-time.After(time.Duration(try) * 12 * time.Millisecond):
+		case <-ctx.Done():
+			db.Close()
+			return nil, err
+		}
 	}
-	return s, nil
 }
 
 // createPrivate makes the database file and its -wal and -shm companions
