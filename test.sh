@@ -24,8 +24,10 @@ if ! cmp -s wasm/guard.wasm sdk-js/guard.wasm; then
   exit 1
 fi
 
-echo "== npm packages for the end-to-end tests"
-(cd e2e && npm ci --no-audit --no-fund --loglevel=error)
+echo "== npm packages (end-to-end tests, sdk-js, the JavaScript runtimes)"
+scripts/npm-ci.sh e2e
+scripts/npm-ci.sh sdk-js
+scripts/npm-ci.sh runtimes
 if ! command -v chromium >/dev/null; then
   echo "installing Debian's chromium for the browser tests"
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
@@ -77,7 +79,7 @@ echo "== OAuth: serve as a protected resource of a real OpenID provider (the TS 
 e2e/oauth.sh
 
 echo "== sdk-js (Node.js)"
-(cd sdk-js && npm ci --no-audit --no-fund --loglevel=error && npm test)
+(cd sdk-js && npm test)
 
 echo "== one guard.wasm in Node, Deno, Bun, workerd and Chromium; the Worker example"
 runtimes/run.sh

