@@ -252,10 +252,7 @@ func runProxyServer(ctx context.Context, o *proxyOptions, stdin io.Reader, stdou
 	var hs *http.Server
 	var httpDone <-chan error
 	if ln != nil {
-		// No read timeout: when it fires net/http cancels a request still
-		// streaming (subscriptions/listen); ReadHeaderTimeout and the body
-		// limit bound a slow client.
-		hs, httpDone = serveHTTP(ln, px.Handler(), 0, log, publicURL, ready)
+		hs, httpDone = serveHTTP(ln, px.Handler(), readTimeout, log, publicURL, ready)
 	}
 	var runErr error
 	if o.stdio {

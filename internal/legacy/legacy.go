@@ -322,11 +322,7 @@ func Router(modern http.Handler, s *Sessions, maxBody int64) http.Handler {
 			// Read once: the modern handler's checks take these bytes as they are.
 			b, err := mcphttp.ReadBody(w, r, maxBody)
 			if err != nil {
-				if errors.Is(err, mcphttp.ErrBodyTooLarge) {
-					http.Error(w, fmt.Sprintf("request body exceeds %d bytes", maxBody), http.StatusRequestEntityTooLarge)
-					return
-				}
-				http.Error(w, "failed to read the body", http.StatusBadRequest)
+				mcphttp.WriteBodyError(w, err, maxBody)
 				return
 			}
 			body = b

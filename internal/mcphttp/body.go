@@ -3,7 +3,9 @@ package mcphttp
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 )
 
@@ -69,5 +71,21 @@ func readAll(rd io.Reader, length, max int64) ([]byte, error) {
 		if len(b) == cap(b) {
 			b = append(b, 0)[:len(b)] // longer than announced: grow as io.ReadAll does
 		}
+	}
+}
+
+// WriteBodyError answers a request whose body ReadBody could not take:
+// 413 beyond max, 408 when it did not arrive before the server's read
+// timeout, 400 otherwise. The connection is closed after it.
+func WriteBodyError(w http.ResponseWriter, err error, max int64) {
+	w.Header().Set("Connection", "close")
+	var ne net.Error
+	switch {
+	case errors.Is(err, ErrBodyTooLarge):
+		http.Error(w, fmt.Sprintf("request body exceeds %d bytes", max), http.StatusRequestEntityTooLarge)
+	case errors.As(err, &ne) && ne.Timeout():
+		http.Error(w, "request body not received in time", http.StatusRequestTimeout)
+	default:
+		http.Error(w, "failed to read the body", http.StatusBadRequest)
 	}
 }

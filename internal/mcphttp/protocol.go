@@ -25,7 +25,6 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"strings"
 
@@ -131,11 +130,7 @@ func CheckRequests(next http.Handler) http.Handler {
 func Check(w http.ResponseWriter, r *http.Request) (body []byte, m *Message, perr *jsonrpc.Error, ok bool) {
 	body, err := ReadBody(w, r, MaxBody)
 	if err != nil {
-		if errors.Is(err, ErrBodyTooLarge) {
-			http.Error(w, "request body exceeds 1 MiB", http.StatusRequestEntityTooLarge)
-			return nil, nil, nil, false
-		}
-		http.Error(w, "failed to read the body", http.StatusBadRequest)
+		WriteBodyError(w, err, MaxBody)
 		return nil, nil, nil, false
 	}
 	m, perr = ParseMessage(body)

@@ -58,11 +58,7 @@ func CheckRequests(next http.Handler) http.Handler {
 		}
 		body, err := mcphttp.ReadBody(w, r, MaxBody)
 		if err != nil {
-			if errors.Is(err, mcphttp.ErrBodyTooLarge) {
-				http.Error(w, "request body exceeds 1 MiB", http.StatusRequestEntityTooLarge)
-				return
-			}
-			http.Error(w, "failed to read the body", http.StatusBadRequest)
+			mcphttp.WriteBodyError(w, err, MaxBody)
 			return
 		}
 		msg, isObject, err := scanMessage(body)
