@@ -393,6 +393,14 @@ func TestStdioLegacyRoots(t *testing.T) {
 		cfg, l := childConfig(t, "legacy")
 		cfg.Roots = roots
 		s := startChild(t, cfg)
+		const outside = "upstream sent a server-to-client request outside a call; answered with an error"
+		if roots {
+			// The child asks as soon as it is initialized; a call opened
+			// before that request is read would (rightly) take it.
+			for deadline := time.Now().Add(10 * time.Second); l.count(outside) == 0 && time.Now().Before(deadline); {
+				time.Sleep(5 * time.Millisecond)
+			}
+		}
 		raw, err := s.Call(context.Background(), toolCall("1", "roots-at-start", nil, ""), nil, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -411,7 +419,7 @@ func TestStdioLegacyRoots(t *testing.T) {
 		if !strings.Contains(reply, `"error"`) || !strings.Contains(reply, "outside any single call") || !strings.Contains(reply, `"id":"srv-roots-at-start"`) {
 			t.Fatalf("the child's roots/list outside a call was answered %s", reply)
 		}
-		if l.count("upstream sent a server-to-client request outside a call; answered with an error") != 1 {
+		if l.count(outside) != 1 {
 			t.Errorf("not logged:\n%s", l.text())
 		}
 	}
