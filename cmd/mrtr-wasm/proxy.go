@@ -252,7 +252,7 @@ func runProxyServer(ctx context.Context, o *proxyOptions, stdin io.Reader, stdou
 	var hs *http.Server
 	var httpDone <-chan error
 	if ln != nil {
-		hs, httpDone = serveHTTP(ln, px.Handler(), readTimeout, log, publicURL, ready)
+		hs, httpDone = serveHTTP(ln, px.Handler(), requestReadTimeout, log, publicURL, ready)
 	}
 	var runErr error
 	if o.stdio {

@@ -276,7 +276,7 @@ func runServer(ctx context.Context, o *serveOptions, stdin io.Reader, stdout, st
 	var hs *http.Server
 	var httpDone <-chan error
 	if ln != nil {
-		hs, httpDone = serveHTTP(ln, srv.Handler(), readTimeout, log, publicURL, ready)
+		hs, httpDone = serveHTTP(ln, srv.Handler(), requestReadTimeout, log, publicURL, ready)
 	} else {
 		log.Warn("no HTTP listener: /connect pages are unavailable", "error", err.Error())
 	}
@@ -408,10 +408,10 @@ func guardOptions(o *serveOptions, keys *host.Keyring, led ledger.Ledger) (host.
 	}
 }
 
-// readTimeout bounds how long a request's headers and body may take to
+// requestReadTimeout bounds how long a request's headers and body may take to
 // arrive. net/http lifts it once the body is in (its background read
 // clears the deadline), so it never cuts a response that streams.
-const readTimeout = 30 * time.Second
+const requestReadTimeout = 30 * time.Second
 
 // serveHTTP serves h on ln with the limits serve and proxy share, and
 // says where.
