@@ -14,6 +14,7 @@ package host
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -162,4 +163,48 @@ func TestGuestProfile(t *testing.T) {
 		t.Fatalf("the profile does not name the core's resume: no name section?\n%s", rep)
 	}
 	t.Log("Resume (open, validate a 2-field form, complete) inside guard.wasm:\n" + rep)
+}
+
+// TestGuestProfileUpstream is the same profile for the proxy's round: op
+// upstream.ask on the fixture's InputRequiredResult, then upstream.resume
+// on the client's retry (BenchmarkUpstreamAsk and BenchmarkUpstreamResume).
+func TestGuestProfileUpstream(t *testing.T) {
+	mod := filepath.Join(t.TempDir(), "guard-names.wasm")
+	build := exec.Command("go", "build", "-buildmode=c-shared", "-trimpath", "-buildvcs=false", "-o", mod, "../guest")
+	build.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0", "GOFLAGS=")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building guard.wasm with names: %v\n%s", err, out)
+	}
+	wasmBytes, err := os.ReadFile(mod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One guard for both: wazero caches the compiled module, listeners
+	// included, so a second guard would report to the first profiler.
+	prof := &profiler{stats: map[string]*profStat{}}
+	ctx := experimental.WithFunctionListenerFactory(context.Background(), prof)
+	g, err := New(ctx, WithModule(wasmBytes), WithKeys(benchKeys), WithEngine(EngineWasm), WithPoolSize(1), WithAudience("bench.example"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close(context.Background())
+	retry := upstreamRetry(&testing.B{}, g)
+	const warm, n = 2000, 3000
+	for _, op := range []string{"ask", "resume"} {
+		for _, s := range prof.stats {
+			*s = profStat{name: s.name}
+		}
+		for i := 0; i < warm+n; i++ {
+			prof.on = i >= warm
+			if op == "ask" {
+				_, err = g.UpstreamAsk(ctx, benchUpstreamCall(benchUpRequest), json.RawMessage(benchUpResponse), nil)
+			} else {
+				_, err = g.UpstreamResume(ctx, retry)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		t.Logf("upstream.%s inside guard.wasm:\n%s", op, prof.report(n, 45))
+	}
 }
