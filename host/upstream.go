@@ -78,6 +78,7 @@ type upstreamResponse struct {
 	Declined    []string                   `json:"declined"`
 	Cancelled   []string                   `json:"cancelled"`
 	Forward     json.RawMessage            `json:"forward"`
+	Inputs      json.RawMessage            `json:"inputRequests"` // upstream.inputs
 	Interrupted bool                       `json:"interrupted"`
 }
 
@@ -117,6 +118,8 @@ func (r *upstreamResponse) decodeRaw(out []byte) error {
 			r.Result = v
 		case "forward":
 			r.Forward = v
+		case "inputRequests":
+			r.Inputs = v
 		case "answers":
 			var as []rawjson.Member
 			if as, err = rawjson.Object(v); err == nil {
@@ -181,7 +184,7 @@ func (g *Guard) upstreamEnvelope(op string, c *UpstreamCall) ([]byte, error) {
 func (g *Guard) UpstreamAsk(ctx context.Context, c *UpstreamCall, response json.RawMessage, after *UpstreamOutcome) (*UpstreamRound, error) {
 	var o askOptions
 	if g.cfg.policy != nil {
-		inputs, err := upstreamInputs(response)
+		inputs, err := g.upstreamInputs(ctx, response)
 		if err != nil {
 			return nil, err
 		}
@@ -276,82 +279,40 @@ func (g *Guard) OnceForward(ctx context.Context, o *UpstreamOutcome, effect func
 	return g.Once(ctx, op, effect)
 }
 
-// upstreamInputs reads the input requests of an upstream's
-// InputRequiredResult for the policy, sorted by key.
-func upstreamInputs(response json.RawMessage) ([]InputRequest, error) {
-	if in, ok := upstreamInputsRaw(response); ok {
-		return in, nil
-	}
-	return upstreamInputsDecoded(response)
-}
-
-// upstreamInputsDecoded reads the input requests with encoding/json.
-func upstreamInputsDecoded(response json.RawMessage) ([]InputRequest, error) {
-	var r struct {
-		Result struct {
-			InputRequests map[string]struct {
-				Method string          `json:"method"`
-				Params json.RawMessage `json:"params"`
-			} `json:"inputRequests"`
-		} `json:"result"`
-	}
-	if err := json.Unmarshal(response, &r); err != nil {
-		return nil, &Error{Code: core.CodeUpstreamResult, Message: "the upstream's InputRequiredResult is not readable"}
-	}
-	in := make([]InputRequest, 0, len(r.Result.InputRequests))
-	for k, v := range r.Result.InputRequests {
-		in = append(in, InputRequest{Key: k, Method: v.Method, Params: v.Params})
-	}
-	sortInputs(in)
-	return in, nil
-}
-
-// upstreamInputsRaw reads the input requests by their exact member names
-// without decoding the rest; false leaves the response to encoding/json
-// above (not JSON, a repeated key, a name in another case, a member
-// missing), so that both read the same requests.
-func upstreamInputsRaw(response []byte) ([]InputRequest, bool) {
-	if !json.Valid(response) {
-		return nil, false
-	}
-	res, ok := rawjson.Get(response, "result")
-	if !ok {
-		return nil, false
-	}
-	irs, ok := rawjson.Get(res, "inputRequests")
-	if !ok {
-		return nil, false
-	}
-	ms, err := rawjson.Object(irs)
+// upstreamInputs returns the upstream's input requests for the policy,
+// sorted by key, as the guard core reads them (op upstream.inputs): the
+// requests upstream.ask will lint and seal, byte for byte as the client
+// will see them. The host never reads the upstream's bytes itself: a
+// second reader (encoding/json matches member names in any case) would
+// let an upstream show the policy one request and the client another.
+func (g *Guard) upstreamInputs(ctx context.Context, response json.RawMessage) ([]InputRequest, error) {
+	env, err := appendRaw([]byte(`{"v":1,"op":"upstream.inputs"`), "response", response)
 	if err != nil {
-		return nil, false
+		return nil, &Error{Code: core.CodeUpstreamResult, Message: "the upstream's response is not JSON"}
+	}
+	env = append(env, '}')
+	var r upstreamResponse
+	if err := g.callInto(ctx, env, &r); err != nil {
+		return nil, err
+	}
+	ms, err := rawjson.Object(r.Inputs)
+	if err != nil {
+		return nil, &Error{Code: CodeInternal, Message: "the guard module returned an unreadable response"}
 	}
 	in := make([]InputRequest, 0, len(ms))
 	for _, m := range ms {
-		v := irs[m.Start:m.End]
-		vm, err := rawjson.Object(v)
-		if err != nil {
-			return nil, false
+		var req struct {
+			Method string          `json:"method"`
+			Params json.RawMessage `json:"params"`
 		}
-		r := InputRequest{Key: string(m.Key)}
-		for _, f := range vm {
-			switch string(f.Key) {
-			case "method":
-				if r.Method, ok = rawjson.String(v[f.Start:f.End]); !ok {
-					return nil, false
-				}
-			case "params":
-				r.Params = json.RawMessage(v[f.Start:f.End])
-			default:
-				if strings.EqualFold(string(f.Key), "method") || strings.EqualFold(string(f.Key), "params") {
-					return nil, false
-				}
-			}
+		// The guard's own output: exactly these two members.
+		if err := json.Unmarshal(r.Inputs[m.Start:m.End], &req); err != nil {
+			return nil, &Error{Code: CodeInternal, Message: "the guard module returned an unreadable response"}
 		}
-		in = append(in, r)
+		in = append(in, InputRequest{Key: string(m.Key), Method: req.Method, Params: req.Params})
 	}
 	sortInputs(in)
-	return in, true
+	return in, nil
 }
 
 func sortInputs(in []InputRequest) {

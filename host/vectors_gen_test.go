@@ -357,6 +357,7 @@ func genResume(t *testing.T) *gen {
 	resume("inputResponses not an object → malformed", "r18", t1, `[1]`, fail(core.CodeResponsesMalformed))
 	resume("content nested deeper than a form", "r19", t1, `{"contact":{"action":"accept","content":{"name":{"first":"Ann"},"email":"ann@example.com"}}}`, fail(core.CodeTooDeep))
 	resume("content keys differing only in case", "r20", t1, `{"contact":{"action":"accept","content":{"email":"a@example.com","Email":"b@example.com","name":"A"}}}`, fail(core.CodeCaseDuplicateKey))
+	resume("keys of one response differing only in case (decline and ACTION accept)", "r20b", t1, `{"contact":{"action":"decline","ACTION":"accept","content":{"email":"nope"}}}`, fail(core.CodeCaseDuplicateKey))
 	resume("response keys differing only in case", "r21", t1, `{"contact":{"action":"decline"},"CONTACT":{"action":"accept"}}`, fail(core.CodeCaseDuplicateKey))
 
 	ts := ask("ask seats", "r30", `{"seats":`+seatsForm+`}`)
@@ -682,16 +683,23 @@ func genUpstream(t *testing.T) *gen {
 	uask("a method that cannot ask", "u10", `{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{}}`, upstreamResult(`{}`, ""), "", fail(core.CodeMethodNotAllowed))
 	tokRes := tokenOf(t, uask("resources/read: the uri is the target", "u11", `{"jsonrpc":"2.0","id":"r1","method":"resources/read","params":{"uri":"crm://accounts/42","_meta":{"io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}}}`, upstreamResult(`{"confirm":`+confirmForm+`}`, "res-state"), "", ok("input_required")))
 
+	// The client echoes a requestState exactly, and "" is one (only an
+	// absent or null one is none): the proxy sends "" back.
+	tokEmpty := tokenOf(t, uask("upstream requestState is the empty string", "u12", call1, `{"jsonrpc":"2.0","id":7,"result":{"resultType":"input_required","inputRequests":{"confirm":`+confirmForm+`},"requestState":""}}`, "", ok("input_required")))
+	uask("upstream requestState null: none", "u13", call1, `{"jsonrpc":"2.0","id":7,"result":{"resultType":"input_required","inputRequests":{"confirm":`+confirmForm+`},"requestState":null}}`, "", ok("input_required"))
+
 	valid := `{"contact":{"action":"accept","content":{"name":"Ann Lee","email":"ann@example.com"}}}`
 	ures("valid answer: forward with the upstream's state", upCall{label: "u20", request: clientCall("book_demo_call", args, "", upRetry(valid, tok))}, ok("complete"))
 	ures("answers forwarded byte for byte (spacing, extra keys, unasked fields)", upCall{label: "u21", request: clientCall("book_demo_call", args, "", upRetry(`{ "contact" : {"action":"accept","content":{"email":"ann@example.com","name":"Ann Lee","role":"admin"}}, "extra":{"action":"accept","content":{"foo":"bar"}}}`, tok))}, ok("complete"))
 	ures("no upstream state: forwarded without requestState", upCall{label: "u22", request: clientCall("book_demo_call", args, "", upRetry(`{"confirm":{"action":"accept","content":{"ok":true}}}`, tokNone))}, ok("complete"))
+	ures("an empty upstream state goes back as sent", upCall{label: "u29", request: clientCall("book_demo_call", args, "", upRetry(`{"confirm":{"action":"accept","content":{"ok":true}}}`, tokEmpty))}, ok("complete"))
 	ures("decline is forwarded", upCall{label: "u23", request: clientCall("book_demo_call", args, "", upRetry(`{"contact":{"action":"decline"}}`, tok))}, ok("declined"))
 	ures("cancel is forwarded", upCall{label: "u24", request: clientCall("book_demo_call", args, "", upRetry(`{"contact":{"action":"cancel"}}`, tok))}, ok("cancelled"))
 	r := ures("invalid email: the proxy asks again itself", upCall{label: "u25", request: clientCall("book_demo_call", args, "", upRetry(`{"contact":{"action":"accept","content":{"name":"Ann Lee","email":"ann-at-example"}}}`, tok))}, ok("input_required"))
 	tok2 := tokenOf(t, r)
 	ures("round 2 valid: forward with the upstream's state of round 1", upCall{label: "u26", request: clientCall("book_demo_call", args, "", upRetry(valid, tok2))}, ok("complete"))
 	ures("no answer: asked again", upCall{label: "u27", request: clientCall("book_demo_call", args, "", upRetry("", tok))}, ok("input_required"))
+	ures("an answer that says decline and, in another case, accept", upCall{label: "u28b", request: clientCall("book_demo_call", args, "", upRetry(`{"contact":{"action":"decline","ACTION":"accept","content":{"name":"","email":"nope"}}}`, tok))}, fail(core.CodeCaseDuplicateKey))
 	ures("inputResponses not an object", upCall{label: "u28", request: clientCall("book_demo_call", args, "", upRetry(`12345`, tok))}, fail(core.CodeResponsesMalformed))
 
 	tm := tokenOf(t, uask("seal two requests", "u30", call1, upstreamResult(`{"contact":`+contactForm+`,"confirm":`+confirmForm+`}`, "two"), "", ok("input_required")))
@@ -715,6 +723,18 @@ func genUpstream(t *testing.T) *gen {
 	v.req("a proxy's state does not open at a server", call{op: "resume", label: "u50", rest: resumeRest(tok, valid)}.env(), stateFail(core.ReasonUpstream))
 	ures("resources/read retry", upCall{label: "u51", request: `{"jsonrpc":"2.0","id":"r2","method":"resources/read","params":{"uri":"crm://accounts/42","_meta":{"io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}},"inputResponses":{"confirm":{"action":"accept","content":{"ok":true}}},"requestState":` + jsonString(tokRes) + `}}`}, ok("complete"))
 	ures("retry without requestState", upCall{label: "u52", request: call1}, fail(core.CodeRequestMalformed))
+
+	// upstream.inputs: what the host's policy decides on, read and linted
+	// as upstream.ask reads them (no keys, no bindings needed).
+	inputs := func(name, result string, want vecExpect) {
+		v.req(name, `{"v":1,"op":"upstream.inputs","response":{"jsonrpc":"2.0","id":7,"result":`+result+`}}`, want)
+	}
+	inputs("inputs: as the client will see them", `{"resultType":"input_required","inputRequests":{"contact":`+contactForm+`,"confirm":{ "params" : {"message":"Book it?","requestedSchema":{"type":"object","properties":{"ok":{"type":"boolean"}}}}, "method":"elicitation/create", "x":1 }},"requestState":"s"}`, ok(""))
+	inputs("inputs: names in another case are not read", `{"resultType":"input_required","inputRequests":{"contact":{"method":"elicitation/create","params":{"message":"Your number?","requestedSchema":{"type":"object","properties":{"phone":{"type":"string"}}}},"METHOD":"roots/list","PARAMS":null}}}`, ok(""))
+	inputs("inputs: none (only a requestState)", `{"resultType":"input_required","inputRequests":null,"requestState":"only"}`, ok(""))
+	inputs("inputs: a password form is refused as the ask refuses it", `{"resultType":"input_required","inputRequests":{"login":{"method":"elicitation/create","params":{"message":"Sign in","requestedSchema":{"type":"object","properties":{"password":{"type":"string"}}}}}}}`, fail(core.CodeFormSecretField))
+	inputs("inputs: not an InputRequiredResult", `{"content":[]}`, fail(core.CodeUpstreamResult))
+	inputs("inputs: a requestState that is not a string", `{"resultType":"input_required","requestState":1}`, fail(core.CodeUpstreamResult))
 	return v
 }
 

@@ -138,40 +138,83 @@ func BenchmarkPolicyResumeEval(b *testing.B) {
 // the state, validate a 2-field form, complete), without and with the
 // policy, for the share.
 func BenchmarkGuardResume(b *testing.B) {
+	wasmWithAndWithoutPolicy(b, func(b *testing.B, withPolicy bool) {
+		ctx := context.Background()
+		var pol host.Policy
+		if withPolicy {
+			pol = benchEngine(b)
+		}
+		g := benchWasmGuard(b, pol)
+		req := &host.Request{
+			Principal: "alice@example.com", Method: "tools/call", Target: "book_demo_call",
+			Arguments:    json.RawMessage(`{"topic":"pricing"}`),
+			Capabilities: json.RawMessage(`{"elicitation":{"form":{},"url":{}}}`),
+		}
+		ir, err := g.Ask(ctx, req, benchAskQuery().Inputs)
+		if err != nil {
+			b.Fatal(err)
+		}
+		req.RequestState = ir.RequestState
+		req.InputResponses = json.RawMessage(`{"contact":{"action":"accept","content":{"name":"Ann Lee","email":"ann@example.com"}}}`)
+		timed(b, 3000, func() error {
+			o, err := g.Resume(ctx, req)
+			if err == nil && o.Status != host.Complete {
+				b.Fatalf("status %s", o.Status)
+			}
+			return err
+		})
+	})
+}
+
+// BenchmarkGuardUpstreamAsk is a proxy sealing an upstream's round (the
+// go-sdk fixture's) through guard.wasm, without and with the proxy's
+// default policy: with it, the core first reads the upstream's requests
+// for the policy (op upstream.inputs), and the decision is memoised.
+func BenchmarkGuardUpstreamAsk(b *testing.B) {
+	wasmWithAndWithoutPolicy(b, func(b *testing.B, withPolicy bool) {
+		ctx := context.Background()
+		var pol host.Policy
+		if withPolicy {
+			e, err := Default(ctx, WithData("proxy"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			pol = e
+		}
+		g := benchWasmGuard(b, pol)
+		c := &host.UpstreamCall{Principal: "anonymous", Upstream: "http://127.0.0.1:9000/mcp", Method: "tools/call", Target: "test_input_required_result_request_state",
+			Request: json.RawMessage(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"test_input_required_result_request_state","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}}}`)}
+		resp := json.RawMessage(`{"jsonrpc":"2.0","id":7,"result":{"resultType":"input_required","inputRequests":{"confirm":{"method":"elicitation/create","params":{"message":"Please confirm","requestedSchema":{"type":"object","properties":{"ok":{"type":"boolean"}},"required":["ok"]}}}},"requestState":"round-1-state"}}`)
+		timed(b, 3000, func() error {
+			_, err := g.UpstreamAsk(ctx, c, resp, nil)
+			return err
+		})
+	})
+}
+
+// benchWasmGuard is a guard.wasm guard of one instance, with pol if set.
+func benchWasmGuard(b *testing.B, pol host.Policy) *host.Guard {
+	b.Helper()
+	opts := []host.Option{host.WithKeys(host.NewKeyring()), host.WithPoolSize(1), host.WithAudience("bench.example")}
+	if pol != nil {
+		opts = append(opts, host.WithPolicy(pol))
+	}
+	g, err := host.New(context.Background(), opts...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = g.Close(context.Background()) })
+	return g
+}
+
+// wasmWithAndWithoutPolicy runs run as sub-benchmarks "wasm" and
+// "wasm+policy".
+func wasmWithAndWithoutPolicy(b *testing.B, run func(b *testing.B, withPolicy bool)) {
 	for _, withPolicy := range []bool{false, true} {
 		name := "wasm"
 		if withPolicy {
 			name = "wasm+policy"
 		}
-		b.Run(name, func(b *testing.B) {
-			ctx := context.Background()
-			opts := []host.Option{host.WithKeys(host.NewKeyring()), host.WithPoolSize(1), host.WithAudience("bench.example")}
-			if withPolicy {
-				opts = append(opts, host.WithPolicy(benchEngine(b)))
-			}
-			g, err := host.New(ctx, opts...)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer func() { _ = g.Close(ctx) }()
-			req := &host.Request{
-				Principal: "alice@example.com", Method: "tools/call", Target: "book_demo_call",
-				Arguments:    json.RawMessage(`{"topic":"pricing"}`),
-				Capabilities: json.RawMessage(`{"elicitation":{"form":{},"url":{}}}`),
-			}
-			ir, err := g.Ask(ctx, req, benchAskQuery().Inputs)
-			if err != nil {
-				b.Fatal(err)
-			}
-			req.RequestState = ir.RequestState
-			req.InputResponses = json.RawMessage(`{"contact":{"action":"accept","content":{"name":"Ann Lee","email":"ann@example.com"}}}`)
-			timed(b, 3000, func() error {
-				o, err := g.Resume(ctx, req)
-				if err == nil && o.Status != host.Complete {
-					b.Fatalf("status %s", o.Status)
-				}
-				return err
-			})
-		})
+		b.Run(name, func(b *testing.B) { run(b, withPolicy) })
 	}
 }

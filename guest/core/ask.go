@@ -26,6 +26,20 @@ func appendRequest(dst []byte, pr *pending) []byte {
 	return append(dst, '}')
 }
 
+// appendInputRequests appends "inputRequests" as a client sees them.
+func appendInputRequests(dst []byte, list []pending) []byte {
+	dst = append(dst, `,"inputRequests":{`...)
+	for i := range list {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendString(dst, list[i].key)
+		dst = append(dst, ':')
+		dst = appendRequest(dst, &list[i])
+	}
+	return append(dst, '}')
+}
+
 // appendPending appends the sealed form of a pending request: the wire
 // request plus what resume needs to re-ask it.
 func appendPending(dst []byte, pr *pending) []byte {
@@ -52,60 +66,25 @@ func (g *Guard) askOp(root int32) *Error {
 	if err := g.beginCall(root, &c, true); err != nil {
 		return err
 	}
-	return g.ask(root, &c, g.p.get(root, "inputRequests"), "", true)
+	return g.ask(root, &c, g.p.get(root, "inputRequests"), nil, true)
 }
 
 // ask lints and checks the input requests reqs (a node of the envelope),
 // reads the round's options from root and seals; ups is an upstream's own
-// requestState to seal with it (upstream.ask), progress whether root may
-// carry the application's progress bytes.
-func (g *Guard) ask(root int32, cp *callCtx, reqs int32, ups string, progress bool) *Error {
+// requestState to seal with it (upstream.ask; nil when it sent none),
+// progress whether root may carry the application's progress bytes.
+func (g *Guard) ask(root int32, cp *callCtx, reqs int32, ups *string, progress bool) *Error {
 	p := &g.p
 	c := *cp
-	if reqs >= 0 && p.kindOf(reqs) != jObject {
-		return newError(CodeRequestMalformed, "\"inputRequests\" must be an object keyed by the server's names")
-	}
-	var list []pending
-	var fs findings
-	if reqs >= 0 {
-		if p.node(reqs).n > maxInputRequests {
-			return newError(CodeRequestMalformed, "at most "+itoa(maxInputRequests)+" input requests in one round")
-		}
-		if err := p.checkCaseKeys(reqs, "inputRequests"); err != nil {
-			return err
-		}
-		for _, m := range p.kids(reqs) {
-			if !validKey(m.key) {
-				fs = append(fs, finding{code: CodeInputKey, severity: SeverityError, key: m.key, message: "input request keys must be 1 to " + itoa(maxInputRequestKey) + " printable characters"})
-				continue
-			}
-			if p.kindOf(m.val) != jObject {
-				fs = append(fs, finding{code: CodeInputInvalidParams, severity: SeverityError, key: m.key, message: "an input request is an object {method, params}"})
-				continue
-			}
-			method, _ := p.string(p.get(m.val, "method"))
-			params := p.get(m.val, "params")
-			kind, rfs := g.lintInputRequest(p, method, params)
-			for i := range rfs {
-				rfs[i].key = m.key
-			}
-			fs = append(fs, rfs...)
-			pr := pending{key: m.key, method: method, kind: kind}
-			if params >= 0 && p.kindOf(params) != jNull {
-				pr.params = p.appendCompact(nil, params)
-			}
-			list = append(list, pr)
-		}
-	}
-	if fs.hasError() {
-		return lintFailure(fs)
+	list, err := g.readInputRequests(reqs)
+	if err != nil {
+		return err
 	}
 	if err := g.checkCapabilities(&c, list); err != nil {
 		return err
 	}
 
 	st := stateOut{round: 1}
-	var err *Error
 	if st.ttl, err = optInt(p, root, "ttl", g.ttl, 1, MaxTTLSeconds); err != nil {
 		return err
 	}
@@ -144,7 +123,9 @@ func (g *Guard) ask(root int32, cp *callCtx, reqs int32, ups string, progress bo
 		return newError(CodeRoundsExceeded, "this request already used its "+itoa(int(maxRounds))+" rounds")
 	}
 	st.ans = ans
-	st.ups = ups
+	if ups != nil {
+		st.ups, st.hasUps = *ups, true
+	}
 	return g.emitInputRequired(&c, &st, list)
 }
 
@@ -172,16 +153,7 @@ func (g *Guard) emitInputRequired(c *callCtx, st *stateOut, list []pending) *Err
 	g.out = strconv.AppendInt(g.out, int64(st.round), 10)
 	g.out = append(g.out, `,"result":{"resultType":"input_required"`...)
 	if len(list) > 0 {
-		g.out = append(g.out, `,"inputRequests":{`...)
-		for i := range list {
-			if i > 0 {
-				g.out = append(g.out, ',')
-			}
-			g.out = appendString(g.out, list[i].key)
-			g.out = append(g.out, ':')
-			g.out = appendRequest(g.out, &list[i])
-		}
-		g.out = append(g.out, '}')
+		g.out = appendInputRequests(g.out, list)
 	}
 	g.out = append(g.out, `,"requestState":"`...)
 	g.out = append(g.out, tok...)
@@ -282,4 +254,50 @@ func validB64URL(s string) bool {
 	}
 	_, err := b64.Strict().DecodeString(s)
 	return err == nil
+}
+
+// readInputRequests reads and lints the input requests reqs (a node of
+// the envelope, or -1): the requests exactly as a client will see them, or
+// the lint failure that refuses them all.
+func (g *Guard) readInputRequests(reqs int32) ([]pending, *Error) {
+	p := &g.p
+	if reqs >= 0 && p.kindOf(reqs) != jObject {
+		return nil, newError(CodeRequestMalformed, "\"inputRequests\" must be an object keyed by the server's names")
+	}
+	var list []pending
+	var fs findings
+	if reqs >= 0 {
+		if p.node(reqs).n > maxInputRequests {
+			return nil, newError(CodeRequestMalformed, "at most "+itoa(maxInputRequests)+" input requests in one round")
+		}
+		if err := p.checkCaseKeys(reqs, "inputRequests"); err != nil {
+			return nil, err
+		}
+		for _, m := range p.kids(reqs) {
+			if !validKey(m.key) {
+				fs = append(fs, finding{code: CodeInputKey, severity: SeverityError, key: m.key, message: "input request keys must be 1 to " + itoa(maxInputRequestKey) + " printable characters"})
+				continue
+			}
+			if p.kindOf(m.val) != jObject {
+				fs = append(fs, finding{code: CodeInputInvalidParams, severity: SeverityError, key: m.key, message: "an input request is an object {method, params}"})
+				continue
+			}
+			method, _ := p.string(p.get(m.val, "method"))
+			params := p.get(m.val, "params")
+			kind, rfs := g.lintInputRequest(p, method, params)
+			for i := range rfs {
+				rfs[i].key = m.key
+			}
+			fs = append(fs, rfs...)
+			pr := pending{key: m.key, method: method, kind: kind}
+			if params >= 0 && p.kindOf(params) != jNull {
+				pr.params = p.appendCompact(nil, params)
+			}
+			list = append(list, pr)
+		}
+	}
+	if fs.hasError() {
+		return nil, lintFailure(fs)
+	}
+	return list, nil
 }

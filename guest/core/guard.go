@@ -149,6 +149,8 @@ func (g *Guard) Call(in []byte) (out []byte) {
 		err = g.upstreamAskOp(root)
 	case "upstream.resume":
 		err = g.upstreamResumeOp(root)
+	case "upstream.inputs":
+		err = g.upstreamInputsOp(root)
 	case "policy.input":
 		err = g.policyInputOp(root)
 	case "paseto.seal":

@@ -50,6 +50,18 @@ func (g *Guard) resume(root int32, cp *callCtx, token string, resp int32, up *up
 		if err := p.checkCaseKeys(resp, "inputResponses"); err != nil {
 			return err
 		}
+		// And in each response: a server that decodes with encoding/json
+		// reads names in any case and keeps the last, so "action":"decline"
+		// beside "ACTION":"accept" would reach it as an accept whose
+		// content no one checked. (An accepted form's content is checked
+		// with the form.)
+		for _, m := range p.kids(resp) {
+			if p.kindOf(m.val) == jObject {
+				if err := p.checkCaseKeys(m.val, "the response to "+quote(m.key)); err != nil {
+					return err
+				}
+			}
+		}
 	default:
 		return newError(CodeResponsesMalformed, "\"inputResponses\" must be an object keyed like the inputRequests it answers")
 	}
@@ -189,7 +201,7 @@ func (g *Guard) resume(root int32, cp *callCtx, token string, resp int32, up *up
 	if err := g.checkCapabilities(&c, reasks); err != nil {
 		return err
 	}
-	out := stateOut{op: st.op, round: st.round + 1, ttl: ttl, app: st.app, ups: st.ups}
+	out := stateOut{op: st.op, round: st.round + 1, ttl: ttl, app: st.app, ups: st.ups, hasUps: st.hasUps}
 	if st.ans >= 0 || len(accepted) > 0 {
 		out.ans = g.appendAnswers(nil, st, accepted)
 	}

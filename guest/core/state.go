@@ -125,7 +125,9 @@ type stateOut struct {
 	pend  []byte // JSON object: key -> {method, params[, base]}
 	ans   []byte // JSON object: key -> accepted answer, or nil
 	app   string // base64url progress bytes of the application
-	ups   string // the upstream's own requestState (upstream.* ops), or ""
+	ups   string // the upstream's own requestState (upstream.* ops)
+	// hasUps: the upstream sent a requestState, which may be "".
+	hasUps bool
 }
 
 // seal builds the payload and appends the token to dst.
@@ -163,7 +165,7 @@ func (g *Guard) seal(dst []byte, c *callCtx, s *stateOut) []byte {
 		pl = append(pl, `,"up":`...)
 		pl = appendString(pl, c.up)
 	}
-	if s.ups != "" {
+	if s.hasUps {
 		pl = append(pl, `,"ups":`...)
 		pl = appendString(pl, s.ups)
 	}
@@ -186,6 +188,7 @@ type stateIn struct {
 	ans      int32
 	app      string
 	ups      string // the upstream's requestState, for a proxy's state
+	hasUps   bool   // the upstream sent one (it may be "")
 }
 
 // open verifies a requestState against the call's bindings. Every failure
@@ -309,7 +312,7 @@ func (g *Guard) readPayload(pt []byte) (*stateIn, *Error) {
 	rnd, ok4 := sp.int(sp.get(root, "rnd"))
 	st.round = int(rnd)
 	st.app, _ = sp.string(sp.get(root, "app"))
-	st.ups, _ = sp.string(sp.get(root, "ups"))
+	st.ups, st.hasUps = sp.string(sp.get(root, "ups"))
 	if !ok1 || !ok2 || !ok3 || !ok4 || sp.kindOf(st.pend) != jObject || (st.ans >= 0 && sp.kindOf(st.ans) != jObject) {
 		return nil, stateError(ReasonMalformed)
 	}

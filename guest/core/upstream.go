@@ -63,27 +63,61 @@ func (g *Guard) upstreamAskOp(root int32) *Error {
 	if _, err := g.readUpstreamCall(root, &c, true); err != nil {
 		return err
 	}
+	reqs, ups, err := g.readUpstreamResult(root)
+	if err != nil {
+		return err
+	}
+	return g.ask(root, &c, reqs, ups, false)
+}
+
+// readUpstreamResult reads the InputRequiredResult of the upstream's
+// response: its inputRequests node (or -1) and its requestState (nil when
+// it sent none).
+func (g *Guard) readUpstreamResult(root int32) (int32, *string, *Error) {
 	p := &g.p
 	res := p.get(p.get(root, "response"), "result")
 	if p.kindOf(res) != jObject {
-		return newError(CodeUpstreamResult, "the upstream's response has no result object")
+		return -1, nil, newError(CodeUpstreamResult, "the upstream's response has no result object")
 	}
 	if rt, _ := p.string(p.get(res, "resultType")); rt != "input_required" {
-		return newError(CodeUpstreamResult, "the upstream's result is not an InputRequiredResult")
+		return -1, nil, newError(CodeUpstreamResult, "the upstream's result is not an InputRequiredResult")
 	}
 	reqs := p.get(res, "inputRequests")
 	if k := p.kindOf(reqs); k != jObject && k != jNull {
-		return newError(CodeUpstreamResult, "the upstream's inputRequests is not an object")
+		return -1, nil, newError(CodeUpstreamResult, "the upstream's inputRequests is not an object")
 	}
-	var ups string
+	if p.kindOf(reqs) == jNull {
+		reqs = -1
+	}
+	var ups *string // none: absent or null; "" is a state, and goes back
 	if rs := p.get(res, "requestState"); p.kindOf(rs) != jNull {
 		s, ok := p.string(rs)
 		if !ok {
-			return newError(CodeUpstreamResult, "the upstream's requestState is not a string")
+			return -1, nil, newError(CodeUpstreamResult, "the upstream's requestState is not a string")
 		}
-		ups = s
+		ups = &s
 	}
-	return g.ask(root, &c, reqs, ups, false)
+	return reqs, ups, nil
+}
+
+// upstreamInputsOp reads and lints an upstream's input requests as
+// upstream.ask will, and returns them as the client will see them: what
+// the host's policy decides on before the ask. The host never reads the
+// upstream's bytes itself, so the policy cannot be shown one request and
+// the client another.
+func (g *Guard) upstreamInputsOp(root int32) *Error {
+	reqs, _, err := g.readUpstreamResult(root)
+	if err != nil {
+		return err
+	}
+	list, err := g.readInputRequests(reqs)
+	if err != nil {
+		return err
+	}
+	g.begin()
+	g.out = appendInputRequests(g.out, list)
+	g.end()
+	return nil
 }
 
 // upstreamResumeOp checks a retry of a proxy's round, read from the
@@ -133,7 +167,7 @@ func (g *Guard) appendForward(dst []byte, u *upstreamMsg, st *stateIn) []byte {
 		dst = append(dst, '{')
 		first := true
 		for _, pm := range p.kids(u.params) {
-			if pm.key == "requestState" && st.ups == "" {
+			if pm.key == "requestState" && !st.hasUps {
 				continue
 			}
 			if !first {

@@ -497,3 +497,97 @@ func TestSubscriptionOutlivesTheTimeout(t *testing.T) {
 		t.Fatalf("a tools/call that slow: %+v, want the upstream timeout", m.Error)
 	}
 }
+
+// TestUpstreamStateEchoedExactly: the proxy is the upstream's client, and
+// a client echoes requestState exactly: "" comes back as "", and a round
+// without one is retried without one.
+func TestUpstreamStateEchoedExactly(t *testing.T) {
+	for _, c := range []struct{ name, state, want string }{
+		{"empty", `,"requestState":""`, `"requestState":""`},
+		{"none", ``, ``},
+		{"null", `,"requestState":null`, ``},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var retried atomic.Value
+			up := rpcServer(t, func(w http.ResponseWriter, body []byte) {
+				switch {
+				case isToolsList(body):
+					writeJSON(w, `{"jsonrpc":"2.0","id":`+idOf(body)+`,"result":{"tools":[],"ttlMs":60000}}`)
+				case bytes.Contains(body, []byte(`"inputResponses"`)):
+					retried.Store(string(body))
+					writeJSON(w, okResult(body))
+				default:
+					writeJSON(w, `{"jsonrpc":"2.0","id":`+idOf(body)+`,"result":{"resultType":"input_required","inputRequests":{"confirm":{"method":"elicitation/create","params":{"message":"Book it?","requestedSchema":{"type":"object","properties":{"ok":{"type":"boolean"}},"required":["ok"]}}}}`+c.state+`}}`)
+				}
+			})
+			base, _ := newProxy(t, newGuard(t), httpUpstream(t, up.URL))
+			m, _ := callTool(t, base, "book", `{}`, "")
+			var r struct {
+				RequestState string `json:"requestState"`
+			}
+			if m.Error != nil || json.Unmarshal(m.Result, &r) != nil || !strings.HasPrefix(r.RequestState, "v4.local.") {
+				t.Fatalf("first call: %+v %s", m.Error, m.Result)
+			}
+			st, _ := json.Marshal(r.RequestState)
+			if m, _ = callTool(t, base, "book", `{}`, `,"inputResponses":{"confirm":{"action":"accept","content":{"ok":true}}},"requestState":`+string(st)); m.Error != nil {
+				t.Fatalf("retry: %+v", m.Error)
+			}
+			body, _ := retried.Load().(string)
+			if body == "" {
+				t.Fatal("the retry never reached the upstream")
+			}
+			got := strings.Contains(body, `"requestState"`)
+			if c.want == "" && got || c.want != "" && !strings.Contains(body, c.want) {
+				t.Fatalf("upstream state %q: the upstream got %s", c.state, body)
+			}
+		})
+	}
+}
+
+// TestPolicySeesWhatTheClientSees: an upstream cannot show the policy one
+// request and the client another. Its request carries "method" and, in
+// another case, "METHOD" and "PARAMS": a reader that matches names in any
+// case (encoding/json) takes it for roots/list, which this policy allows;
+// the core reads the form asking for a phone number, which it does not.
+// The core alone reads the upstream's requests, for the policy too.
+func TestPolicySeesWhatTheClientSees(t *testing.T) {
+	ctx := context.Background()
+	raw, err := os.ReadFile(filepath.Join("..", "..", "policies", "data", "demo.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var data map[string]any
+	if err := json.Unmarshal(raw, &data); err != nil {
+		t.Fatal(err)
+	}
+	data["tools"].(map[string]any)["book_demo_call"].(map[string]any)["kinds"] = []string{"form", "roots"}
+	raw, _ = json.Marshal(data)
+	dataFile := filepath.Join(t.TempDir(), "data.json")
+	if err := os.WriteFile(dataFile, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pol, err := policy.Default(ctx, policy.WithDataFile(dataFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	phone := `"params":{"message":"Your number?","requestedSchema":{"type":"object","properties":{"phone":{"type":"string","title":"Phone number"}}}}`
+	for _, req := range []string{
+		`{"method":"elicitation/create",` + phone + `,"METHOD":"roots/list","PARAMS":null}`,
+		`{"METHOD":"roots/list","method":"elicitation/create",` + phone + `}`,
+		`{"method":"elicitation/create",` + phone + `}`,
+	} {
+		up := rpcServer(t, func(w http.ResponseWriter, body []byte) {
+			if isToolsList(body) {
+				writeJSON(w, `{"jsonrpc":"2.0","id":`+idOf(body)+`,"result":{"tools":[],"ttlMs":60000}}`)
+				return
+			}
+			writeJSON(w, `{"jsonrpc":"2.0","id":`+idOf(body)+`,"result":{"resultType":"input_required","inputRequests":{"contact":`+req+`},"requestState":"s"}}`)
+		})
+		base, _ := newProxy(t, newGuard(t, host.WithPolicy(pol)), httpUpstream(t, up.URL))
+		m, _ := callTool(t, base, "book_demo_call", `{}`, "")
+		if m.Error != nil || !bytes.Contains(m.Result, []byte(`"isError":true`)) || !bytes.Contains(m.Result, []byte("policy.field_not_allowed")) ||
+			!bytes.Contains(m.Result, []byte(`phone`)) || bytes.Contains(m.Result, []byte("requestState")) {
+			t.Errorf("%s\nthe client got %s %+v: want the policy's refusal of contact.phone", req, m.Result, m.Error)
+		}
+	}
+}
