@@ -8,10 +8,13 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/mrtr-wasm/mrtr-wasm/internal/rawjson"
 )
 
 // Message is what the checks read of one JSON-RPC message, parsed once:
@@ -59,7 +62,9 @@ func (m *Message) UnmarshalJSON(b []byte) error {
 }
 
 // ParseMessage reads one JSON-RPC request or notification. A batch, a
-// response or bytes that are not a JSON object are a JSON-RPC error.
+// response or bytes that are not a JSON object are a JSON-RPC error. A
+// message refused for its member names comes with the error and a
+// Message that holds only its ID, for the error response.
 func ParseMessage(body []byte) (*Message, *jsonrpc.Error) {
 	t := bytes.TrimSpace(body)
 	if len(t) == 0 || t[0] != '{' {
@@ -81,9 +86,76 @@ func ParseMessage(body []byte) (*Message, *jsonrpc.Error) {
 	if w.JSONRPC != "2.0" || w.Method == "" {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: `not a JSON-RPC 2.0 request: "jsonrpc":"2.0" and a "method" are required`}
 	}
+	if e := checkMemberNames(t); e != nil {
+		return &Message{ID: w.ID}, e // the id, for the error response
+	}
 	m := &Message{}
 	m.set(&w)
 	return m, nil
+}
+
+// The members the checks read, in the message and in its params.
+var (
+	messageMembers = []string{"jsonrpc", "id", "method", "params"}
+	paramsMembers  = []string{"name", "uri", "arguments", "requestState", "inputResponses", "_meta"}
+	foldedNames    = func() map[string]string {
+		m := map[string]string{}
+		for _, n := range append(slices.Clone(messageMembers), paramsMembers...) {
+			m[n] = rawjson.FoldName(n)
+		}
+		return m
+	}()
+)
+
+// checkMemberNames refuses a message that repeats a member or has two
+// names that differ only in case, in itself or in its params, and one
+// that spells a member the checks read in another case ("REQUESTSTATE",
+// "reque\u017ftState"). encoding/json matches names in any case and keeps
+// the last, as a server decoding with it does (many Go MCP servers do);
+// the guard core and most servers read exact names. Two readers that keep
+// different members are how a forged requestState or another tool's name
+// would reach the server past the checks. (serve's own scanner, which
+// reads exact names, refuses the first two.)
+func checkMemberNames(msg []byte) *jsonrpc.Error {
+	ms, err := rawjson.Object(msg)
+	if e := memberNameError(ms, err, messageMembers, jsonrpc.CodeInvalidRequest, "the message"); e != nil {
+		return e
+	}
+	pm, ok := rawjson.Find(ms, "params")
+	if !ok || msg[pm.Start] != '{' {
+		return nil
+	}
+	ps, err := rawjson.Object(msg[pm.Start:pm.End])
+	return memberNameError(ps, err, paramsMembers, jsonrpc.CodeInvalidParams, "params")
+}
+
+func memberNameError(ms []rawjson.Member, err error, names []string, code int64, what string) *jsonrpc.Error {
+	if errors.Is(err, rawjson.ErrDupKey) {
+		return &jsonrpc.Error{Code: code, Message: what + " repeats a member"}
+	}
+	seen := make(map[string]string, len(ms))
+	for _, m := range ms {
+		k := string(m.Key)
+		f := rawjson.FoldName(k)
+		if prev, dup := seen[f]; dup {
+			return &jsonrpc.Error{Code: code, Message: what + " has members " + quoteName(prev) + " and " + quoteName(k) + ": names differ only in case"}
+		}
+		seen[f] = k
+		for _, n := range names {
+			if k != n && f == foldedNames[n] {
+				return &jsonrpc.Error{Code: code, Message: what + " has a member " + quoteName(k) + ": the member is \"" + n + "\" (names are case-sensitive)"}
+			}
+		}
+	}
+	return nil
+}
+
+// quoteName quotes a member name for an error, cut to a sane length.
+func quoteName(k string) string {
+	if len(k) > 64 {
+		k = k[:64] + "…"
+	}
+	return strconv.Quote(k)
 }
 
 // IsCall reports whether the message is a request (it has an id).
@@ -195,7 +267,7 @@ func headerMismatch(msg string) *jsonrpc.Error {
 // the method, Mcp-Name with the name or URI, and each Mcp-Param-* header
 // with its argument (params: the tool's annotations, nil when unknown).
 // Header values in the =?base64?…?= form must already be decoded
-// (CheckRequests does that for Mcp-Name and Mcp-Method).
+// (Check does that for Mcp-Name and Mcp-Method).
 func CheckHeaders(h http.Header, m *Message, params []ParamHeader) *jsonrpc.Error {
 	if m.IsCall() {
 		var metaVersion string

@@ -106,21 +106,6 @@ func WriteRPCError(w http.ResponseWriter, status int, id json.RawMessage, e *jso
 	_, _ = w.Write(body)
 }
 
-// CheckRequests wraps an MCP HTTP handler with Check: a POST that fails
-// it is answered here; bytes that are not one JSON-RPC object (batches,
-// bad JSON) are left to next to refuse.
-func CheckRequests(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost {
-			next.ServeHTTP(w, r)
-			return
-		}
-		if _, _, _, ok := Check(w, r); ok {
-			next.ServeHTTP(w, r)
-		}
-	})
-}
-
 // Check applies the checks above to one POST: the 1 MiB body limit (HTTP
 // 413 beyond it), the protocol version header, the =?base64?…?= header
 // form (Mcp-Name and Mcp-Method are decoded in place) and the required
@@ -155,7 +140,7 @@ func Check(w http.ResponseWriter, r *http.Request) (body []byte, m *Message, per
 			r.Header.Set(h, d)
 		}
 	}
-	if m != nil {
+	if m != nil && perr == nil {
 		if e := CheckMeta(m.Method, m.IsCall(), m.p.Meta); e != nil {
 			WriteRPCError(w, http.StatusBadRequest, id, e)
 			return nil, nil, nil, false

@@ -202,7 +202,11 @@ func (p *Proxy) serveMCP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if jerr != nil {
-		mcphttp.WriteRPCError(w, http.StatusBadRequest, nil, jerr)
+		var id json.RawMessage
+		if m != nil {
+			id = m.ID
+		}
+		mcphttp.WriteRPCError(w, http.StatusBadRequest, id, jerr)
 		return
 	}
 	principal := server.Anonymous
@@ -256,7 +260,7 @@ func (p *Proxy) upstreamHeaders(in http.Header, principal string) http.Header {
 }
 
 // encodeHeader puts a value that is not printable ASCII in the
-// =?base64?…?= form (CheckRequests decoded it).
+// =?base64?…?= form (Check decoded it).
 func encodeHeader(v string) string {
 	for i := 0; i < len(v); i++ {
 		if v[i] < 0x20 || v[i] > 0x7e {

@@ -591,3 +591,49 @@ func TestPolicySeesWhatTheClientSees(t *testing.T) {
 		}
 	}
 }
+
+// TestCaseVariantMembersNeverReachTheUpstream: many Go MCP servers decode
+// with encoding/json, which matches member names in any case. A client's
+// "REQUESTSTATE" (a forged upstream state on a first call) or "NAME"
+// (another tool than the one the checks and the state are bound to)
+// would reach such a server past every check; the proxy refuses them.
+func TestCaseVariantMembersNeverReachTheUpstream(t *testing.T) {
+	var calls atomic.Int64
+	var seen atomic.Value
+	up := rpcServer(t, func(w http.ResponseWriter, body []byte) {
+		if isToolsList(body) {
+			writeJSON(w, `{"jsonrpc":"2.0","id":`+idOf(body)+`,"result":{"tools":[],"ttlMs":60000}}`)
+			return
+		}
+		calls.Add(1)
+		var m struct {
+			Params struct {
+				Name         string  `json:"name"`
+				RequestState *string `json:"requestState"`
+			} `json:"params"`
+		}
+		_ = json.Unmarshal(body, &m) // as such a server reads it
+		if m.Params.RequestState != nil {
+			seen.Store(*m.Params.RequestState)
+		}
+		writeJSON(w, okResult(body))
+	})
+	base, _ := newProxy(t, newGuard(t), httpUpstream(t, up.URL))
+	for _, extra := range []string{
+		`,"REQUESTSTATE":"round=2;name=Mallory"`,
+		`,"reque\u017ftState":"round=2;name=Mallory"`,
+		`,"NAME":"delete_account"`,
+		`,"InputResponses":{"confirm":{"action":"accept","content":{"ok":"yes"}}}`,
+	} {
+		m, status := callTool(t, base, "list_bookings", `{}`, extra)
+		if m.Error == nil || m.Error.Code != -32602 || status != http.StatusBadRequest {
+			t.Errorf("%s: HTTP %d, %+v %s: want -32602", extra, status, m.Error, m.Result)
+		}
+	}
+	if n := calls.Load(); n != 0 {
+		t.Fatalf("the upstream got %d of them (state %v)", n, seen.Load())
+	}
+	if m, _ := callTool(t, base, "list_bookings", `{}`, ""); m.Error != nil || calls.Load() != 1 {
+		t.Fatalf("a plain call after them: %+v", m.Error)
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Member is one member of a JSON object: its key (a slice of the object
@@ -188,4 +190,44 @@ func String(raw []byte) (string, bool) {
 // escape can spell a letter, a digit or '_' another way.
 func MayContain(b []byte, word string) bool {
 	return bytes.Contains(b, []byte(word)) || bytes.Contains(b, []byte(`\u`))
+}
+
+// FoldName maps a member name to one spelling of its case-folding class:
+// FoldName(a) == FoldName(b) exactly when strings.EqualFold(a, b), which
+// is how encoding/json matches a name to a field (so "reque\u017ftState",
+// with a long s, is requestState to it). A reader of exact names and one
+// that ignores case keep different members only where two names fold
+// together, or where a name folds to one the other reads.
+func FoldName(k string) string {
+	ascii := true
+	for i := 0; i < len(k); i++ {
+		if c := k[i]; c >= utf8.RuneSelf || 'a' <= c && c <= 'z' {
+			ascii = false
+			break
+		}
+	}
+	if ascii {
+		return k
+	}
+	out := make([]byte, 0, len(k))
+	for _, r := range k {
+		if r < utf8.RuneSelf {
+			if 'a' <= r && r <= 'z' {
+				r -= 'a' - 'A'
+			}
+			out = append(out, byte(r))
+			continue
+		}
+		// The smallest rune of its fold orbit.
+		for {
+			r2 := unicode.SimpleFold(r)
+			if r2 <= r {
+				r = r2
+				break
+			}
+			r = r2
+		}
+		out = utf8.AppendRune(out, r)
+	}
+	return string(out)
 }

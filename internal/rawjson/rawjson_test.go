@@ -3,6 +3,7 @@ package rawjson
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 	"unicode/utf8"
 )
@@ -59,6 +60,30 @@ func FuzzGet(f *testing.F) {
 			if !ok || !json.Valid(got) || len(got) != len(bytes.TrimSpace(v)) {
 				t.Fatalf("member %q: %q, encoding/json %q", k, got, v)
 			}
+		}
+	})
+}
+
+// TestFoldName: FoldName agrees with strings.EqualFold, which is how
+// encoding/json matches member names.
+func TestFoldName(t *testing.T) {
+	names := []string{"requestState", "REQUESTSTATE", "reque\u017ftState", "requeststate", "request_state", "\u212aey", "key", "KEY", "kex",
+		"\u00e9t\u00e9", "\u00c9T\u00c9", "\u03c3\u03c2", "\u03a3\u03a3", "", "a", "\u017f", "s", "S", "\u1e9e", "\u00df"}
+	for _, a := range names {
+		for _, b := range names {
+			if got, want := FoldName(a) == FoldName(b), strings.EqualFold(a, b); got != want {
+				t.Errorf("%q, %q: FoldName equal %v, EqualFold %v", a, b, got, want)
+			}
+		}
+	}
+}
+
+func FuzzFoldName(f *testing.F) {
+	f.Add("requestState", "reque\u017ftState")
+	f.Add("\u212a", "k")
+	f.Fuzz(func(t *testing.T, a, b string) {
+		if got, want := FoldName(a) == FoldName(b), strings.EqualFold(a, b); got != want {
+			t.Fatalf("%q, %q: FoldName equal %v, EqualFold %v", a, b, got, want)
 		}
 	})
 }

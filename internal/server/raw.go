@@ -19,6 +19,7 @@ import (
 	"net/http"
 	"reflect"
 	"runtime"
+	"strings"
 	"sync"
 	"unsafe"
 
@@ -258,9 +259,11 @@ func (sc *objectScanner) seen(key string) bool {
 	return false
 }
 
-func foldEqual(a, b string) bool { return len(a) == len(b) && bytes.EqualFold([]byte(a), []byte(b)) }
+// Case as encoding/json ignores it: "reque\u017ftState" (a long s) is
+// requestState to it, though its bytes are longer.
+func foldEqual(a, b string) bool { return strings.EqualFold(a, b) }
 
-func foldKey(k string) string { return string(bytes.ToLower([]byte(k))) }
+func foldKey(k string) string { return rawjson.FoldName(k) }
 
 // The walk's primitives are rawjson's (the proxy and the stdio upstream
 // read members the same way); ok is false where b ends first or holds no
