@@ -307,7 +307,11 @@ func CheckHeaders(h http.Header, m *Message, params []ParamHeader) *jsonrpc.Erro
 	for _, ph := range params {
 		name := "Mcp-Param-" + ph.Header
 		hv := h.Get(name)
-		raw, ok := lookup(args, ph.Path)
+		raw, ok, other := lookup(args, ph.Path)
+		if other != "" {
+			// A server decoding with encoding/json may take the other one.
+			return headerMismatch("the arguments spell parameter " + strconv.Quote(strings.Join(ph.Path, ".")) + " also as " + quoteName(other) + ": names differ only in case")
+		}
 		if !ok || string(raw) == "null" {
 			if hv != "" {
 				return headerMismatch("unexpected " + name + " header for absent or null parameter " + strconv.Quote(strings.Join(ph.Path, ".")))
@@ -328,22 +332,29 @@ func CheckHeaders(h http.Header, m *Message, params []ParamHeader) *jsonrpc.Erro
 	return nil
 }
 
-func lookup(args map[string]json.RawMessage, path []string) (json.RawMessage, bool) {
+// lookup finds the argument at path. other is a member on the way whose
+// name equals the path's in another case: which of the two a server reads
+// depends on its decoder.
+func lookup(args map[string]json.RawMessage, path []string) (v json.RawMessage, ok bool, other string) {
 	cur := args
 	for i, k := range path {
-		v, ok := cur[k]
-		if !ok {
-			return nil, false
+		for kk := range cur {
+			if kk != k && strings.EqualFold(kk, k) {
+				return nil, false, kk
+			}
+		}
+		if v, ok = cur[k]; !ok {
+			return nil, false, ""
 		}
 		if i == len(path)-1 {
-			return v, true
+			return v, true, ""
 		}
 		cur = nil
 		if json.Unmarshal(v, &cur) != nil {
-			return nil, false
+			return nil, false, ""
 		}
 	}
-	return nil, false
+	return nil, false, ""
 }
 
 // primitiveEqual compares a header's text with a JSON primitive: strings

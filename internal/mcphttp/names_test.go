@@ -2,6 +2,7 @@ package mcphttp
 
 import (
 	"encoding/json"
+	"net/http"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -40,6 +41,41 @@ func TestMemberNamesInAnotherCase(t *testing.T) {
 			t.Errorf("%s: refused: %v", c.msg, err)
 		case c.code != 0 && (err == nil || err.Code != c.code):
 			t.Errorf("%s: got %v (message %v), want code %d", c.msg, err, m != nil, c.code)
+		}
+	}
+}
+
+// TestParamHeaderArgumentInAnotherCase: an argument that travels as an
+// Mcp-Param-* header must not also be spelled in another case: the header
+// would be checked against one and a server could act on the other.
+func TestParamHeaderArgumentInAnotherCase(t *testing.T) {
+	params := []ParamHeader{{Header: "Region", Path: []string{"region"}}, {Header: "Deep", Path: []string{"a", "b"}}}
+	h := func() http.Header {
+		return http.Header{"Mcp-Method": {"tools/call"}, "Mcp-Name": {"t"}, "Mcp-Protocol-Version": {ProtocolVersion},
+			"Mcp-Param-Region": {"eu"}, "Mcp-Param-Deep": {"x"}}
+	}
+	for _, c := range []struct {
+		args string
+		ok   bool
+	}{
+		{`{"region":"eu","a":{"b":"x"}}`, true},
+		{`{"region":"eu","Region":"us","a":{"b":"x"}}`, false},
+		{`{"REGION":"us","region":"eu","a":{"b":"x"}}`, false},
+		{`{"region":"eu","a":{"b":"x","B":"y"}}`, false},
+		{`{"region":"eu","A":{"b":"y"},"a":{"b":"x"}}`, false},
+		{`{"region":"eu","a":{"b":"x"},"other":1,"OTHER":2}`, true}, // no header reads it
+	} {
+		m, err := ParseMessage([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":` + c.args +
+			`,"_meta":{"io.modelcontextprotocol/protocolVersion":"` + ProtocolVersion + `"}}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := CheckHeaders(h(), m, params)
+		if (e == nil) != c.ok {
+			t.Errorf("%s: %v, want ok %v", c.args, e, c.ok)
+		}
+		if e != nil && e.Code != CodeHeaderMismatch {
+			t.Errorf("%s: code %d", c.args, e.Code)
 		}
 	}
 }
