@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -356,51 +357,99 @@ func (t *tracedSink) Final(raw []byte) {
 }
 
 // isInputRequired reports whether resp (a JSON-RPC response, valid JSON)
-// is a result with resultType input_required. A result that cannot hold
-// the word, not even spelt with \u escapes, is not read; one whose
-// members repeat a key is decoded as a client's parser would (the last
-// copy wins), so that no spelling slips an unsealed round past the guard.
+// is a result with resultType input_required to some client. A result that
+// cannot hold the word, not even spelt with \u escapes, is not read. One
+// that repeats a key, or spells "result" or "resultType" also in another
+// case (a client decoding with encoding/json reads names in any case and
+// keeps the last), counts as one: the guard then reads it, and seals it or
+// refuses it, so that no spelling slips an unsealed round past the guard.
 func isInputRequired(resp []byte) bool {
 	if !rawjson.MayContain(resp, "input_required") {
 		return false
 	}
-	if res, ok := rawjson.Get(resp, "result"); ok {
-		if rt, ok := rawjson.Get(res, "resultType"); ok {
-			s, _ := rawjson.String(rt)
-			return s == "input_required"
-		}
-		if _, err := rawjson.Object(res); err == nil {
-			return false
-		}
-	} else if _, err := rawjson.Object(resp); err == nil {
+	ms, err := rawjson.Object(resp)
+	if err != nil {
+		return true
+	}
+	res, found, ambiguous := exactMember(ms, "result")
+	if ambiguous {
+		return true
+	}
+	if !found {
 		return false
 	}
-	var r struct {
-		Result *struct {
-			ResultType string `json:"resultType"`
-		} `json:"result"`
+	rv := resp[res.Start:res.End]
+	rms, err := rawjson.Object(rv)
+	if errors.Is(err, rawjson.ErrNotObject) {
+		return false
 	}
-	return json.Unmarshal(resp, &r) == nil && r.Result != nil && r.Result.ResultType == "input_required"
+	if err != nil {
+		return true
+	}
+	rt, found, ambiguous := exactMember(rms, "resultType")
+	if ambiguous {
+		return true
+	}
+	s, _ := rawjson.String(rv[rt.Start:rt.End])
+	return found && s == "input_required"
 }
 
-// isServerRequest reports whether raw (valid JSON) is a request: a method
-// and an id. As above, a message that repeats a key is decoded in full.
+// isServerRequest reports whether raw (valid JSON) is a request to some
+// client: a method and an id. As above, a message that repeats a key or
+// spells "id" or "method" also in another case counts as one (and is
+// refused, never relayed).
 func isServerRequest(raw []byte) bool {
-	if !rawjson.MayContain(raw, `"id"`) {
+	if !containsFoldASCII(raw, `"id"`) && !bytes.Contains(raw, []byte(`\u`)) {
 		return false
 	}
-	if ms, err := rawjson.Object(raw); err == nil {
-		id, hasID := rawjson.Find(ms, "id")
-		m, hasMethod := rawjson.Find(ms, "method")
-		if !hasID || !hasMethod || string(raw[id.Start:id.End]) == "null" {
-			return false
+	ms, err := rawjson.Object(raw)
+	if err != nil {
+		return true
+	}
+	id, hasID, amb1 := exactMember(ms, "id")
+	m, hasMethod, amb2 := exactMember(ms, "method")
+	if amb1 || amb2 {
+		return true
+	}
+	if !hasID || !hasMethod || string(raw[id.Start:id.End]) == "null" {
+		return false
+	}
+	method, _ := rawjson.String(raw[m.Start:m.End])
+	return method != ""
+}
+
+// exactMember finds the member name in ms. ambiguous: another member's
+// name equals it in another case, which a client decoding with
+// encoding/json may read instead.
+func exactMember(ms []rawjson.Member, name string) (m rawjson.Member, found, ambiguous bool) {
+	for _, x := range ms {
+		switch k := string(x.Key); {
+		case k == name:
+			m, found = x, true
+		case strings.EqualFold(k, name):
+			ambiguous = true
 		}
-		method, _ := rawjson.String(raw[m.Start:m.End])
-		return method != ""
 	}
-	var r struct {
-		ID     json.RawMessage `json:"id"`
-		Method string          `json:"method"`
+	return m, found, ambiguous
+}
+
+// containsFoldASCII reports whether b holds word (ASCII, lower case) in
+// any ASCII case.
+func containsFoldASCII(b []byte, word string) bool {
+	for i := 0; i+len(word) <= len(b); i++ {
+		j := 0
+		for ; j < len(word); j++ {
+			c := b[i+j]
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			if c != word[j] {
+				break
+			}
+		}
+		if j == len(word) {
+			return true
+		}
 	}
-	return json.Unmarshal(raw, &r) == nil && r.Method != "" && len(r.ID) > 0 && string(r.ID) != "null"
+	return false
 }

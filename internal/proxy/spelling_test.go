@@ -16,6 +16,11 @@ func TestSpelledInputRequiredIsSealed(t *testing.T) {
 		"escaped":         `{"resultType":"input\u005frequired",` + form + `}`,
 		"repeated":        `{"resultType":"complete","resultType":"input_required",` + form + `}`,
 		"repeated result": `{"content":[]},"result":{"resultType":"input_required",` + form + `}`,
+		// A client decoding with encoding/json reads names in any case and
+		// keeps the last.
+		"resultType in another case": `{"resultType":"complete","content":[],"RESULTTYPE":"input_required",` + form + `}`,
+		"result in another case":     `{"content":[]},"RESULT":{"resultType":"input_required",` + form + `}`,
+		"result with a long s":       `{"content":[]},"re\u017fult":{"resultType":"input_required",` + form + `}`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			up := rpcServer(t, func(w http.ResponseWriter, body []byte) {
@@ -45,6 +50,10 @@ func TestServerRequestSpellings(t *testing.T) {
 		`{"jsonrpc":"2.0","id":null,"method":"notifications/progress"}`: false,
 		`{"jsonrpc":"2.0","method":"notifications/progress"}`:           false,
 		`{"jsonrpc":"2.0","id":1,"result":{}}`:                          false,
+		`{"jsonrpc":"2.0","ID":1,"method":"elicitation/create"}`:        true,
+		`{"jsonrpc":"2.0","id":1,"METHOD":"elicitation/create"}`:        true,
+		`{"jsonrpc":"2.0","Id":7,"method":"notifications/progress"}`:    true,
+		`{"jsonrpc":"2.0","method":"notifications/message","x":"ID"}`:   false,
 	} {
 		if got := isServerRequest([]byte(raw)); got != want {
 			t.Errorf("isServerRequest(%s) = %v", raw, got)
