@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"encoding/json"
 	"net/http"
 	"testing"
 )
@@ -59,4 +60,53 @@ func TestServerRequestSpellings(t *testing.T) {
 			t.Errorf("isServerRequest(%s) = %v", raw, got)
 		}
 	}
+}
+
+// FuzzClientReadings: whatever a client makes of an upstream's message,
+// with exact member names (a JavaScript or Python client) or names in any
+// case (Go's encoding/json), the last copy of a repeated member winning,
+// an input_required result or a server-to-client request never gets past
+// isInputRequired or isServerRequest unseen.
+func FuzzClientReadings(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required","inputRequests":{}}}`,
+		`{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","RESULTTYPE":"input_required"}}`,
+		`{"jsonrpc":"2.0","id":1,"result":{"content":[]},"Result":{"resultType":"input_required"}}`,
+		`{"jsonrpc":"2.0","id":1,"result":{"resultType":"input\u005frequired"}}`,
+		`{"jsonrpc":"2.0","ID":1,"method":"elicitation/create","params":{}}`,
+		`{"jsonrpc":"2.0","id":null,"method":"notifications/progress","Id":3}`,
+		`{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"id"}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if !json.Valid(b) {
+			return
+		}
+		var anyCase struct {
+			ID     json.RawMessage `json:"id"`
+			Method any             `json:"method"`
+			Result *struct {
+				ResultType any `json:"resultType"`
+			} `json:"result"`
+		}
+		var exact map[string]json.RawMessage
+		_ = json.Unmarshal(b, &anyCase)
+		_ = json.Unmarshal(b, &exact)
+		var exactResult map[string]json.RawMessage
+		_ = json.Unmarshal(exact["result"], &exactResult)
+		var exactType, exactMethod any
+		_ = json.Unmarshal(exactResult["resultType"], &exactType)
+		_ = json.Unmarshal(exact["method"], &exactMethod)
+
+		asks := exactType == "input_required" || (anyCase.Result != nil && anyCase.Result.ResultType == "input_required")
+		if asks && !isInputRequired(b) {
+			t.Fatalf("a client reads an input_required result the proxy would relay as is: %s", b)
+		}
+		hasID := func(id json.RawMessage) bool { return len(id) > 0 && string(id) != "null" }
+		isReq := func(m any, id json.RawMessage) bool { s, _ := m.(string); return s != "" && hasID(id) }
+		if (isReq(exactMethod, exact["id"]) || isReq(anyCase.Method, anyCase.ID)) && !isServerRequest(b) {
+			t.Fatalf("a client reads a request the proxy would relay as a notification: %s", b)
+		}
+	})
 }
