@@ -442,7 +442,7 @@ func BenchmarkUpstreamResumeAfterIdle(b *testing.B) {
 
 // upstreamRetry is the client's retry of the fixture's round, with the
 // requestState g sealed for it.
-func upstreamRetry(b *testing.B, g *Guard) *UpstreamCall {
+func upstreamRetry(b testing.TB, g *Guard) *UpstreamCall {
 	b.Helper()
 	r, err := g.UpstreamAsk(context.Background(), benchUpstreamCall(benchUpRequest), json.RawMessage(benchUpResponse), nil)
 	if err != nil {

@@ -124,7 +124,11 @@ func (p *profiler) report(ops int, top int) string {
 	return b.String()
 }
 
-func TestGuestProfile(t *testing.T) {
+// profiledGuard is a guard of one instance of a guard.wasm built with its
+// name section, every guest call timed by prof. Use one per test: wazero
+// caches the compiled module, listeners included, so a second guard would
+// report to the first profiler.
+func profiledGuard(t *testing.T) (*Guard, *profiler, context.Context) {
 	mod := filepath.Join(t.TempDir(), "guard-names.wasm")
 	build := exec.Command("go", "build", "-buildmode=c-shared", "-trimpath", "-buildvcs=false", "-o", mod, "../guest")
 	build.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0", "GOFLAGS=")
@@ -141,7 +145,12 @@ func TestGuestProfile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer g.Close(context.Background())
+	t.Cleanup(func() { g.Close(context.Background()) })
+	return g, prof, ctx
+}
+
+func TestGuestProfile(t *testing.T) {
+	g, prof, ctx := profiledGuard(t)
 	req := benchRequest()
 	ir, err := g.Ask(ctx, req, []InputRequest{Form("contact", "Who should we book the demo for?", benchSchema)})
 	if err != nil {
@@ -169,26 +178,9 @@ func TestGuestProfile(t *testing.T) {
 // upstream.ask on the fixture's InputRequiredResult, then upstream.resume
 // on the client's retry (BenchmarkUpstreamAsk and BenchmarkUpstreamResume).
 func TestGuestProfileUpstream(t *testing.T) {
-	mod := filepath.Join(t.TempDir(), "guard-names.wasm")
-	build := exec.Command("go", "build", "-buildmode=c-shared", "-trimpath", "-buildvcs=false", "-o", mod, "../guest")
-	build.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0", "GOFLAGS=")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building guard.wasm with names: %v\n%s", err, out)
-	}
-	wasmBytes, err := os.ReadFile(mod)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// One guard for both: wazero caches the compiled module, listeners
-	// included, so a second guard would report to the first profiler.
-	prof := &profiler{stats: map[string]*profStat{}}
-	ctx := experimental.WithFunctionListenerFactory(context.Background(), prof)
-	g, err := New(ctx, WithModule(wasmBytes), WithKeys(benchKeys), WithEngine(EngineWasm), WithPoolSize(1), WithAudience("bench.example"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close(context.Background())
-	retry := upstreamRetry(&testing.B{}, g)
+	g, prof, ctx := profiledGuard(t) // one guard for both ops: see profiledGuard
+	retry := upstreamRetry(t, g)
+	var err error
 	const warm, n = 2000, 3000
 	for _, op := range []string{"ask", "resume"} {
 		for _, s := range prof.stats {

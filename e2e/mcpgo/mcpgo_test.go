@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -149,12 +148,4 @@ func callHeader(t *testing.T, url, name, header, extra string) rpcResult {
 		t.Fatalf("HTTP %d, not JSON-RPC: %s", resp.StatusCode, b)
 	}
 	return r
-}
-
-func TestMain(m *testing.M) {
-	if _, err := exec.LookPath("go"); err != nil {
-		fmt.Fprintln(os.Stderr, "mcpgo: needs the go command")
-		os.Exit(1)
-	}
-	os.Exit(m.Run())
 }

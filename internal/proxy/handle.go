@@ -368,8 +368,11 @@ func isInputRequired(resp []byte) bool {
 		return false
 	}
 	ms, err := rawjson.Object(resp)
+	if errors.Is(err, rawjson.ErrNotObject) {
+		return false
+	}
 	if err != nil {
-		return true
+		return true // a repeated member: the guard reads it
 	}
 	res, found, ambiguous := exactMember(ms, "result")
 	if ambiguous {
@@ -390,8 +393,11 @@ func isInputRequired(resp []byte) bool {
 	if ambiguous {
 		return true
 	}
+	if !found {
+		return false
+	}
 	s, _ := rawjson.String(rv[rt.Start:rt.End])
-	return found && s == "input_required"
+	return s == "input_required"
 }
 
 // isServerRequest reports whether raw (valid JSON) is a request to some
@@ -403,8 +409,11 @@ func isServerRequest(raw []byte) bool {
 		return false
 	}
 	ms, err := rawjson.Object(raw)
+	if errors.Is(err, rawjson.ErrNotObject) {
+		return false
+	}
 	if err != nil {
-		return true
+		return true // a repeated member: refused, never relayed
 	}
 	id, hasID, amb1 := exactMember(ms, "id")
 	m, hasMethod, amb2 := exactMember(ms, "method")
