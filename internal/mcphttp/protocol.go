@@ -111,7 +111,8 @@ func WriteRPCError(w http.ResponseWriter, status int, id json.RawMessage, e *jso
 // form (Mcp-Name and Mcp-Method are decoded in place) and the required
 // _meta. On a failure it answers (ok false). Otherwise it returns the body
 // (r.Body is replaced by a reader of it) and the message parsed once, or
-// nil with the parse error for bytes that are not one JSON-RPC message.
+// the parse error (ParseMessage: with a Message holding only the id when
+// the id is known) for bytes that are not one acceptable JSON-RPC message.
 func Check(w http.ResponseWriter, r *http.Request) (body []byte, m *Message, perr *jsonrpc.Error, ok bool) {
 	body, err := ReadBody(w, r, MaxBody)
 	if err != nil {
