@@ -182,17 +182,50 @@ func (g *Guard) upstreamEnvelope(op string, c *UpstreamCall) ([]byte, error) {
 // what it asks. after continues the logical request of a round the
 // upstream asked again after (nil for the first).
 func (g *Guard) UpstreamAsk(ctx context.Context, c *UpstreamCall, response json.RawMessage, after *UpstreamOutcome) (*UpstreamRound, error) {
-	var o askOptions
-	if g.cfg.policy != nil {
-		inputs, err := g.upstreamInputs(ctx, response)
+	if g.cfg.policy == nil {
+		return g.upstreamAsk(ctx, c, response, after, askOptions{})
+	}
+	req := &Request{Principal: c.Principal, Method: c.Method, Target: c.Target, Scopes: c.Scopes, Claims: c.Claims}
+	// One guest call where one will do: the round is sealed with the
+	// guard's own limits and the policy decides on the requests the core
+	// wrote into it, byte for byte what the client would see. The round
+	// goes out only if the policy allows it with those limits; other
+	// limits seal it again. A refusal by the core falls back to inputs,
+	// policy, ask, so that the policy still speaks first.
+	if r, err := g.upstreamAsk(ctx, c, response, after, askOptions{}); err == nil {
+		inputs, err := requestsOfResult(r.Result)
 		if err != nil {
 			return nil, err
 		}
-		req := &Request{Principal: c.Principal, Method: c.Method, Target: c.Target, Scopes: c.Scopes, Claims: c.Claims}
+		var o askOptions
 		if err := g.policyAsk(ctx, req, inputs, &o); err != nil {
 			return nil, err
 		}
+		if g.ownLimits(o) {
+			return r, nil
+		}
+		return g.upstreamAsk(ctx, c, response, after, o)
 	}
+	inputs, err := g.upstreamInputs(ctx, response)
+	if err != nil {
+		return nil, err
+	}
+	var o askOptions
+	if err := g.policyAsk(ctx, req, inputs, &o); err != nil {
+		return nil, err
+	}
+	return g.upstreamAsk(ctx, c, response, after, o)
+}
+
+// ownLimits reports whether o seals as the guard's own configuration
+// does (what upstream.ask uses when the envelope names no limits).
+func (g *Guard) ownLimits(o askOptions) bool {
+	return (o.ttl == 0 || o.ttl/time.Second == g.cfg.ttl/time.Second) &&
+		(o.maxRounds == 0 || o.maxRounds == g.cfg.maxRounds)
+}
+
+// upstreamAsk is op upstream.ask with the limits o (zero: the guard's).
+func (g *Guard) upstreamAsk(ctx context.Context, c *UpstreamCall, response json.RawMessage, after *UpstreamOutcome, o askOptions) (*UpstreamRound, error) {
 	env, err := g.upstreamEnvelope("upstream.ask", c)
 	if err != nil {
 		return nil, err
@@ -295,24 +328,48 @@ func (g *Guard) upstreamInputs(ctx context.Context, response json.RawMessage) ([
 	if err := g.callInto(ctx, env, &r); err != nil {
 		return nil, err
 	}
-	ms, err := rawjson.Object(r.Inputs)
+	return inputRequestsOf(r.Inputs)
+}
+
+// requestsOfResult reads the input requests of an InputRequiredResult
+// the guard module wrote (none when it has no inputRequests).
+func requestsOfResult(result json.RawMessage) ([]InputRequest, error) {
+	ms, err := rawjson.Object(result)
 	if err != nil {
-		return nil, &Error{Code: CodeInternal, Message: "the guard module returned an unreadable response"}
+		return nil, errUnreadable()
 	}
-	in := make([]InputRequest, 0, len(ms))
+	for _, m := range ms {
+		if string(m.Key) == "inputRequests" {
+			return inputRequestsOf(result[m.Start:m.End])
+		}
+	}
+	return []InputRequest{}, nil // as upstream.inputs reads none
+}
+
+// inputRequestsOf reads an inputRequests object the guard module wrote:
+// its own output, with exactly these members in this case.
+func inputRequestsOf(in json.RawMessage) ([]InputRequest, error) {
+	ms, err := rawjson.Object(in)
+	if err != nil {
+		return nil, errUnreadable()
+	}
+	out := make([]InputRequest, 0, len(ms))
 	for _, m := range ms {
 		var req struct {
 			Method string          `json:"method"`
 			Params json.RawMessage `json:"params"`
 		}
-		// The guard's own output: exactly these two members.
-		if err := json.Unmarshal(r.Inputs[m.Start:m.End], &req); err != nil {
-			return nil, &Error{Code: CodeInternal, Message: "the guard module returned an unreadable response"}
+		if err := json.Unmarshal(in[m.Start:m.End], &req); err != nil {
+			return nil, errUnreadable()
 		}
-		in = append(in, InputRequest{Key: string(m.Key), Method: req.Method, Params: req.Params})
+		out = append(out, InputRequest{Key: string(m.Key), Method: req.Method, Params: req.Params})
 	}
-	sortInputs(in)
-	return in, nil
+	sortInputs(out)
+	return out, nil
+}
+
+func errUnreadable() error {
+	return &Error{Code: CodeInternal, Message: "the guard module returned an unreadable response"}
 }
 
 func sortInputs(in []InputRequest) {

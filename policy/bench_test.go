@@ -168,8 +168,9 @@ func BenchmarkGuardResume(b *testing.B) {
 
 // BenchmarkGuardUpstreamAsk is a proxy sealing an upstream's round (the
 // go-sdk fixture's) through guard.wasm, without and with the proxy's
-// default policy: with it, the core first reads the upstream's requests
-// for the policy (op upstream.inputs), and the decision is memoised.
+// default policy: with it, the policy decides on the requests of the
+// round the core sealed (whose limits are the policy's too: one guest
+// call), and the decision is memoised.
 func BenchmarkGuardUpstreamAsk(b *testing.B) {
 	wasmWithAndWithoutPolicy(b, func(b *testing.B, withPolicy bool) {
 		ctx := context.Background()
