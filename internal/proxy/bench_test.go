@@ -21,6 +21,9 @@ import (
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 // BenchmarkProxy measures, side by side in one run, what `mrtr-wasm proxy`
@@ -75,7 +78,22 @@ func BenchmarkProxy(b *testing.B) {
 		b.Run("tools_call/"+t.name, func(b *testing.B) { latency(b, plain(t.base)) })
 	}
 	for _, t := range targets {
-		b.Run("input_round/"+t.name, func(b *testing.B) { latency(b, round(t.base)) })
+		b.Run("input_round/"+t.name, func(b *testing.B) {
+			if t.pid == 0 {
+				latency(b, round(t.base))
+				return
+			}
+			// The proxy's own account of the guard's share (its
+			// mrtr_guard_seconds, policy included), as means per step.
+			before := guardSeconds(b, t.base)
+			latency(b, round(t.base))
+			after := guardSeconds(b, t.base)
+			for _, op := range []string{"ask", "resume"} {
+				if n := after[op][1] - before[op][1]; n > 0 {
+					b.ReportMetric((after[op][0]-before[op][0])/n*1e6, "guard-"+op+"-µs")
+				}
+			}
+		})
 	}
 	for _, t := range targets[1:] {
 		b.Run("memory/at_rest/"+t.name, func(b *testing.B) {
@@ -405,4 +423,29 @@ func rss(b *testing.B, pid int) int64 {
 		}
 	}
 	return 0
+}
+
+// guardSeconds reads the proxy's mrtr_guard_seconds: sum and count by op.
+func guardSeconds(b *testing.B, base string) map[string][2]float64 {
+	r, err := http.Get(base + "/metrics")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Body.Close()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(r.Body)
+	if err != nil {
+		b.Fatal(err)
+	}
+	out := map[string][2]float64{}
+	if f := fams["mrtr_guard_seconds"]; f != nil {
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "op" {
+					out[l.GetValue()] = [2]float64{m.GetHistogram().GetSampleSum(), float64(m.GetHistogram().GetSampleCount())}
+				}
+			}
+		}
+	}
+	return out
 }
