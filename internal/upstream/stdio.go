@@ -118,6 +118,7 @@ type child struct {
 	wsem   chan struct{} // one writer at a time, cancellable
 	start  time.Time
 	exited chan struct{} // closed once the process is gone and reaped
+	gone   chan struct{} // closed when the process is reaped, before the drain
 	read   chan struct{} // closed when stdout hits EOF
 	cause  error         // why it exited (set before exited is closed)
 
@@ -260,6 +261,16 @@ func (s *Stdio) setCurrent(c *child) bool {
 	return true
 }
 
+// detach stops handing out c: calls wait for the next child.
+func (s *Stdio) detach(c *child) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cur == c {
+		s.cur = nil
+		s.ready = make(chan struct{})
+	}
+}
+
 // current waits for a running child.
 func (s *Stdio) current(ctx context.Context) (*child, error) {
 	for {
@@ -300,12 +311,7 @@ func (s *Stdio) supervise(c *child) {
 		case <-s.done:
 			return
 		}
-		s.mu.Lock()
-		if s.cur == c {
-			s.cur = nil
-			s.ready = make(chan struct{})
-		}
-		s.mu.Unlock()
+		s.detach(c)
 		if time.Since(c.start) >= s.cfg.StableAfter {
 			crashes = 0
 		}
@@ -419,7 +425,7 @@ func (s *Stdio) spawn() (*child, error) {
 	}
 	c := &child{
 		s: s, cmd: cmd, pid: cmd.Process.Pid, stdin: inW, wsem: make(chan struct{}, 1),
-		start: time.Now(), exited: make(chan struct{}), read: make(chan struct{}),
+		start: time.Now(), exited: make(chan struct{}), gone: make(chan struct{}), read: make(chan struct{}),
 		pending: map[int64]*call{},
 	}
 	s.log.Info("upstream process started", "pid", c.pid)
@@ -435,6 +441,10 @@ func (s *Stdio) spawn() (*child, error) {
 func (c *child) wait() {
 	err := c.cmd.Wait()
 	_ = syscall.Kill(-c.pid, syscall.SIGKILL)
+	// New calls wait for the next child from now on, not during the
+	// drain, and not in the moment before the supervisor wakes.
+	c.s.detach(c)
+	close(c.gone)
 	if err == nil {
 		err = errors.New("exited with status 0")
 	}
@@ -540,10 +550,6 @@ func (s *Stdio) Call(ctx context.Context, msg []byte, h http.Header, onMessage f
 		ctx, cancel = context.WithTimeout(ctx, s.cfg.CallTimeout)
 		defer cancel()
 	}
-	c, err := s.current(ctx)
-	if err != nil {
-		return nil, err
-	}
 	tp := ""
 	if h != nil {
 		tp = h.Get("traceparent")
@@ -551,12 +557,32 @@ func (s *Stdio) Call(ctx context.Context, msg []byte, h http.Header, onMessage f
 	if tp == "" {
 		tp = telemetry.Traceparent(ctx)
 	}
-	resp, err := c.call(ctx, m, tp, onMessage)
-	if err != nil {
-		return nil, err
+	for {
+		c, err := s.current(ctx)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := c.call(ctx, m, tp, onMessage)
+		var ns *notSent
+		if !errors.As(err, &ns) {
+			return resp, err
+		}
+		// The child died before a byte of the request reached it: the
+		// next child gets it, as if the call had come a moment later.
+		select {
+		case <-c.gone:
+		case <-ctx.Done():
+			return nil, ns.err
+		}
 	}
-	return resp, nil
 }
+
+// notSent is a call's error when its child died before any of the request
+// was written: the request can go to the next child.
+type notSent struct{ err error }
+
+func (e *notSent) Error() string { return e.err.Error() }
+func (e *notSent) Unwrap() error { return e.err }
 
 func errOr(err error, s string) error {
 	if err != nil {
@@ -639,7 +665,7 @@ func (c *child) call(ctx context.Context, m *rpcMessage, tp string, onMessage fu
 	c.mu.Lock()
 	if c.dead {
 		c.mu.Unlock()
-		return nil, Errorf(CodeUnavailable, "the upstream process exited; it is being restarted", c.cause)
+		return nil, &notSent{Errorf(CodeUnavailable, "the upstream process exited; it is being restarted", c.cause)}
 	}
 	c.pending[cl.id] = cl
 	c.mu.Unlock()
@@ -704,8 +730,8 @@ func (c *child) write(ctx context.Context, msg []byte) error {
 	case c.wsem <- struct{}{}:
 	case <-ctx.Done():
 		return ctxError(ctx, "the upstream is not reading its input")
-	case <-c.exited:
-		return Errorf(CodeUnavailable, "the upstream process exited; it is being restarted", c.cause)
+	case <-c.gone:
+		return &notSent{Errorf(CodeUnavailable, "the upstream process exited; it is being restarted", c.cause)}
 	}
 	defer func() { <-c.wsem }()
 	dl, _ := ctx.Deadline()

@@ -314,6 +314,39 @@ func TestStdioKilledFromOutside(t *testing.T) {
 	servedAfterRestart(t, s)
 }
 
+// A call that comes once the proxy knows the child died (the call in
+// flight has failed) waits for the next child and is served by it: none
+// fails with "exited" for coming before the restart. Before, a call in
+// the moment between the failed call and the supervisor's waking got the
+// dead child.
+func TestStdioCallsAfterACrashWait(t *testing.T) {
+	cfg, _ := childConfig(t, "ok")
+	cfg.CrashLoop, cfg.MaxBackoff = 100, 50*time.Millisecond
+	s := startChild(t, cfg)
+	for i := 0; i < 20; i++ {
+		old := pidOf(t, s)
+		inFlight := make(chan error, 1)
+		go func() {
+			_, err := s.Call(context.Background(), toolCall("1", "sleep", map[string]int{"ms": 20000}, ""), nil, nil)
+			inFlight <- err
+		}()
+		time.Sleep(20 * time.Millisecond)
+		_ = syscall.Kill(old, syscall.SIGKILL)
+		wantCode(t, <-inFlight, CodeUnavailable)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		raw, err := s.Call(ctx, toolCall("9", "pid", nil, ""), nil, nil)
+		cancel()
+		if err != nil {
+			t.Fatalf("kill %d: the call after the failed one: %v", i, err)
+		}
+		var pid int
+		_ = json.Unmarshal(decode(t, raw).Result.Structured["pid"], &pid)
+		if pid == old || pid == 0 {
+			t.Fatalf("kill %d: answered by pid %d, the killed one was %d", i, pid, old)
+		}
+	}
+}
+
 // A child that keeps dying on start: the restarts stop at the cap, Health
 // says so, and calls fail at once.
 func TestStdioCrashLoop(t *testing.T) {
