@@ -120,7 +120,7 @@ type child struct {
 	exited chan struct{} // closed once the process is gone and reaped
 	gone   chan struct{} // closed when the process is reaped, before the drain
 	read   chan struct{} // closed when stdout hits EOF
-	cause  error         // why it exited (set before exited is closed)
+	cause  error         // why it exited (set before gone is closed)
 
 	mu      sync.Mutex
 	pending map[int64]*call
@@ -441,19 +441,19 @@ func (s *Stdio) spawn() (*child, error) {
 func (c *child) wait() {
 	err := c.cmd.Wait()
 	_ = syscall.Kill(-c.pid, syscall.SIGKILL)
+	if err == nil {
+		err = errors.New("exited with status 0")
+	}
+	c.cause = err
 	// New calls wait for the next child from now on, not during the
 	// drain, and not in the moment before the supervisor wakes.
 	c.s.detach(c)
 	close(c.gone)
-	if err == nil {
-		err = errors.New("exited with status 0")
-	}
 	select {
 	case <-c.read:
 	case <-time.After(time.Second):
 	}
 	c.stdin.Close()
-	c.cause = err
 	c.failAll(Errorf(CodeUnavailable, "the upstream process exited during the call; it is being restarted", err))
 	close(c.exited)
 }
