@@ -347,6 +347,33 @@ func TestStdioCallsAfterACrashWait(t *testing.T) {
 	}
 }
 
+// A call that took the child just before it died gets a notSent error
+// (nothing was written, so Call hands the request to the next child);
+// the error is still the retryable unavailable one.
+func TestStdioDeadChildCallNotSent(t *testing.T) {
+	cfg, _ := childConfig(t, "ok")
+	s := startChild(t, cfg)
+	c, err := s.current(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = syscall.Kill(c.pid, syscall.SIGKILL)
+	<-c.exited
+	m, err := parseMessage(toolCall("5", "echo", nil, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.call(context.Background(), m, "", nil)
+	var ns *notSent
+	if !errors.As(err, &ns) {
+		t.Fatalf("a call on the dead child: %v, want notSent", err)
+	}
+	if e := wantCode(t, err, CodeUnavailable); !e.Retryable() {
+		t.Fatalf("not retryable: %v", e)
+	}
+	servedAfterRestart(t, s)
+}
+
 // A child that keeps dying on start: the restarts stop at the cap, Health
 // says so, and calls fail at once.
 func TestStdioCrashLoop(t *testing.T) {
