@@ -44,8 +44,8 @@ go test -count=1 -tags guestprof ./host -run '^TestGuestProfile$' >/dev/null
 echo "== go test -race (host, native engine; ledger)"
 go test -race -count=1 ./host -run '^Test(API|Pool|Key|ParseKeys|GenerateKey|Schema)' -skip '/wasm$'
 go test -race -count=1 ./ledger
-echo "== go test -race (the proxy, its upstreams and serve: supervision, streams, replays)"
-go test -race -count=1 ./internal/upstream ./internal/mcphttp ./internal/server ./internal/proxy
+echo "== go test -race (the proxy, its upstreams, serve and the CLI: supervision, streams, replays, shared ledgers)"
+go test -race -count=1 ./internal/upstream ./internal/mcphttp ./internal/server ./internal/proxy ./cmd/mrtr-wasm
 
 echo "== fuzz smoke (the seed corpora also run in go test)"
 # A failing input is saved under guest/core/testdata/fuzz and fails the
