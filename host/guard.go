@@ -116,6 +116,8 @@ type Guard struct {
 	idle chan *slot
 	live chan struct{}
 
+	upLimits limitsMemo // the policy's limits per upstream tool (UpstreamAsk)
+
 	keysMu  sync.RWMutex
 	confEnv []byte // the configure envelope; it holds the keys
 	keyIDs  []string

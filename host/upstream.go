@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mrtr-wasm/mrtr-wasm/guest/core"
@@ -187,12 +188,15 @@ func (g *Guard) UpstreamAsk(ctx context.Context, c *UpstreamCall, response json.
 	}
 	req := &Request{Principal: c.Principal, Method: c.Method, Target: c.Target, Scopes: c.Scopes, Claims: c.Claims}
 	// One guest call where one will do: the round is sealed with the
-	// guard's own limits and the policy decides on the requests the core
-	// wrote into it, byte for byte what the client would see. The round
-	// goes out only if the policy allows it with those limits; other
+	// limits the policy set for this tool last time (the guard's own at
+	// first) and the policy decides on the requests the core wrote into
+	// it, byte for byte what the client would see. The round goes out
+	// only if the policy allows it with exactly those limits; other
 	// limits seal it again. A refusal by the core falls back to inputs,
 	// policy, ask, so that the policy still speaks first.
-	if r, err := g.upstreamAsk(ctx, c, response, after, askOptions{}); err == nil {
+	key := c.Upstream + "\x00" + c.Method + "\x00" + c.Target
+	guess := g.upLimits.get(key)
+	if r, err := g.upstreamAsk(ctx, c, response, after, guess); err == nil {
 		inputs, err := requestsOfResult(r.Result)
 		if err != nil {
 			return nil, err
@@ -201,7 +205,8 @@ func (g *Guard) UpstreamAsk(ctx context.Context, c *UpstreamCall, response json.
 		if err := g.policyAsk(ctx, req, inputs, &o); err != nil {
 			return nil, err
 		}
-		if g.ownLimits(o) {
+		g.upLimits.put(key, o)
+		if g.sameLimits(o, guess) {
 			return r, nil
 		}
 		return g.upstreamAsk(ctx, c, response, after, o)
@@ -217,11 +222,47 @@ func (g *Guard) UpstreamAsk(ctx context.Context, c *UpstreamCall, response json.
 	return g.upstreamAsk(ctx, c, response, after, o)
 }
 
-// ownLimits reports whether o seals as the guard's own configuration
-// does (what upstream.ask uses when the envelope names no limits).
-func (g *Guard) ownLimits(o askOptions) bool {
-	return (o.ttl == 0 || o.ttl/time.Second == g.cfg.ttl/time.Second) &&
-		(o.maxRounds == 0 || o.maxRounds == g.cfg.maxRounds)
+// sameLimits reports whether a and b seal alike: a zero limit is the
+// guard's own (what upstream.ask uses when the envelope names none).
+func (g *Guard) sameLimits(a, b askOptions) bool {
+	ttl := func(o askOptions) time.Duration {
+		if o.ttl == 0 {
+			return g.cfg.ttl / time.Second
+		}
+		return o.ttl / time.Second
+	}
+	rounds := func(o askOptions) int {
+		if o.maxRounds == 0 {
+			return g.cfg.maxRounds
+		}
+		return o.maxRounds
+	}
+	return ttl(a) == ttl(b) && rounds(a) == rounds(b)
+}
+
+// limitsMemo holds the limits the policy last set per upstream tool,
+// which the next ask of that tool is sealed with first. A guess that
+// turns out wrong costs a second guest call, never a wrong state.
+type limitsMemo struct {
+	mu sync.Mutex
+	m  map[string]askOptions
+}
+
+const maxLimitsMemo = 4096
+
+func (l *limitsMemo) get(key string) askOptions {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.m[key]
+}
+
+func (l *limitsMemo) put(key string, o askOptions) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.m == nil || len(l.m) >= maxLimitsMemo {
+		l.m = make(map[string]askOptions)
+	}
+	l.m[key] = askOptions{ttl: o.ttl, maxRounds: o.maxRounds}
 }
 
 // upstreamAsk is op upstream.ask with the limits o (zero: the guard's).

@@ -43,22 +43,26 @@ const (
 )
 
 // TestUpstreamAskLimits: a proxy's round is sealed in one guest call
-// when the policy's limits are the guard's own (the default proxy
-// policy's), and sealed again with the policy's when they differ: a
-// shorter TTL expires the state, a lower round limit refuses the round it
-// forbids, a higher one allows rounds past the guard's own.
+// once the policy's limits for the tool are known (the guard's own at
+// first, then the ones the policy last set), and sealed again with the
+// policy's when they differ: a shorter TTL expires the state, a lower
+// round limit refuses the round it forbids, a higher one allows rounds
+// past the guard's own.
 func TestUpstreamAskLimits(t *testing.T) {
 	for _, c := range []struct {
-		name      string
-		edit      func(tool map[string]any)
-		calls     int64 // guest calls for an ask
-		ttl       time.Duration
-		lastRound int
+		name          string
+		edit          func(tool map[string]any)
+		guardTTL      time.Duration
+		first, second int64 // guest calls for the first ask and the next
+		ttl           time.Duration
+		lastRound     int
 	}{
-		{name: "own limits", edit: func(map[string]any) {}, calls: 1, ttl: 300 * time.Second, lastRound: 3},
-		{name: "shorter ttl", edit: func(d map[string]any) { d["ttl_seconds"] = 60 }, calls: 2, ttl: 60 * time.Second, lastRound: 3},
-		{name: "fewer rounds", edit: func(d map[string]any) { d["max_rounds"] = 2 }, calls: 2, ttl: 300 * time.Second, lastRound: 2},
-		{name: "more rounds", edit: func(d map[string]any) { d["max_rounds"] = 5 }, calls: 2, ttl: 300 * time.Second, lastRound: 5},
+		// The first ask also has the core build the policy's input.
+		{name: "own limits", edit: func(map[string]any) {}, first: 2, second: 1, ttl: 300 * time.Second, lastRound: 3},
+		{name: "shorter ttl", edit: func(d map[string]any) { d["ttl_seconds"] = 60 }, first: 3, second: 1, ttl: 60 * time.Second, lastRound: 3},
+		{name: "fewer rounds", edit: func(d map[string]any) { d["max_rounds"] = 2 }, first: 3, second: 1, ttl: 300 * time.Second, lastRound: 2},
+		{name: "more rounds", edit: func(d map[string]any) { d["max_rounds"] = 5 }, first: 3, second: 1, ttl: 300 * time.Second, lastRound: 5},
+		{name: "guard ttl longer than the policy's", edit: func(map[string]any) {}, guardTTL: 10 * time.Minute, first: 3, second: 1, ttl: 300 * time.Second, lastRound: 3},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := context.Background()
@@ -85,8 +89,12 @@ func TestUpstreamAskLimits(t *testing.T) {
 			lctx := experimental.WithFunctionListenerFactory(ctx, &count)
 			// A compilation cache of its own: guard.wasm is compiled
 			// again, with the call counter, not shared from another guard.
-			g, err := host.New(lctx, host.WithKeys(host.NewKeyring()), host.WithPoolSize(1), host.WithEngine(host.EngineWasm),
-				host.WithCompilationCache(t.TempDir()), host.WithPolicy(pol), testseam.Clock[host.Option](func() time.Time { return now }))
+			opts := []host.Option{host.WithKeys(host.NewKeyring()), host.WithPoolSize(1), host.WithEngine(host.EngineWasm),
+				host.WithCompilationCache(t.TempDir()), host.WithPolicy(pol), testseam.Clock[host.Option](func() time.Time { return now })}
+			if c.guardTTL > 0 {
+				opts = append(opts, host.WithTTL(c.guardTTL))
+			}
+			g, err := host.New(lctx, opts...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -94,16 +102,14 @@ func TestUpstreamAskLimits(t *testing.T) {
 			call := &host.UpstreamCall{Principal: "alice", Upstream: "http://up.example/mcp", Method: "tools/call", Target: "book",
 				Request: json.RawMessage(upRequest)}
 
-			// The second ask: the policy's decision is memoised by then,
-			// so every guest call counted is the ask's own.
 			var r *host.UpstreamRound
-			for i := 0; i < 2; i++ {
+			for i, want := range []int64{c.first, c.second} {
 				before := count.n.Load()
 				if r, err = g.UpstreamAsk(lctx, call, json.RawMessage(upResponse), nil); err != nil {
 					t.Fatal(err)
 				}
-				if got := count.n.Load() - before; i == 1 && got != c.calls {
-					t.Errorf("the ask took %d guest calls, want %d", got, c.calls)
+				if got := count.n.Load() - before; got != want {
+					t.Errorf("ask %d took %d guest calls, want %d", i+1, got, want)
 				}
 			}
 
@@ -173,6 +179,54 @@ func TestUpstreamAskPolicyFirst(t *testing.T) {
 		_, err := g.UpstreamAsk(ctx, call, json.RawMessage(phone), nil)
 		if e, ok := host.AsError(err); !ok || e.Code != host.CodePolicyDenied {
 			t.Errorf("capabilities %s: %v, want the policy's refusal", caps, err)
+		}
+	}
+}
+
+// TestUpstreamAskLimitsGuessedWrong: the limits remembered for a tool are
+// only a guess. Here the policy gives bob a 60 s TTL and everyone else
+// the tool's 300 s: asks that alternate between them are each sealed
+// with their own, whatever the one before was.
+func TestUpstreamAskLimitsGuessedWrong(t *testing.T) {
+	ctx := context.Background()
+	raw, err := fs.ReadFile(policies.FS, "ask.rego")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rego := strings.Replace(string(raw), `"ttl_seconds": tools.ttl_seconds,`, `"ttl_seconds": ttl,`, 1)
+	rego += "\nttl := 60 if input.principal == \"bob\"\n\nelse := tools.ttl_seconds\n"
+	pol, err := Load(ctx, copyPolicies(t, map[string]string{"ask.rego": rego}), WithData("proxy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)
+	g, err := host.New(ctx, host.WithKeys(host.NewKeyring()), host.WithPoolSize(1), host.WithEngine(host.EngineWasm),
+		host.WithPolicy(pol), testseam.Clock[host.Option](func() time.Time { return now }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close(ctx)
+	for i, who := range []string{"alice", "bob", "alice", "bob", "bob", "alice"} {
+		call := &host.UpstreamCall{Principal: who, Upstream: "http://up.example/mcp", Method: "tools/call", Target: "book", Request: json.RawMessage(upRequest)}
+		r, err := g.UpstreamAsk(ctx, call, json.RawMessage(upResponse), nil)
+		if err != nil {
+			t.Fatalf("ask %d (%s): %v", i, who, err)
+		}
+		var res struct {
+			RequestState string `json:"requestState"`
+		}
+		if err := json.Unmarshal(r.Result, &res); err != nil {
+			t.Fatal(err)
+		}
+		st, _ := json.Marshal(res.RequestState)
+		retry := *call
+		retry.Request = json.RawMessage(upRequest[:len(upRequest)-2] + `,"inputResponses":{"confirm":{"action":"accept","content":{"ok":true}}},"requestState":` + string(st) + `}}`)
+		saved := now
+		now = now.Add(61 * time.Second)
+		_, err = g.UpstreamResume(ctx, &retry)
+		now = saved
+		if expired := err != nil; expired != (who == "bob") {
+			t.Fatalf("ask %d (%s): resumed 61 s later: %v", i, who, err)
 		}
 	}
 }
