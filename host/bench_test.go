@@ -457,3 +457,75 @@ func upstreamRetry(b testing.TB, g *Guard) *UpstreamCall {
 	st, _ := json.Marshal(res.RequestState)
 	return benchUpstreamCall(benchUpRequest[:len(benchUpRequest)-2] + `,"inputResponses":{"confirm":{"action":"accept","content":{"ok":true}}},"requestState":` + string(st) + `}}`)
 }
+
+// BenchmarkGuestEntryAfterIdle splits BenchmarkUpstreamResumeAfterIdle's
+// slowdown: entering guard.wasm (an export that returns a constant, and a
+// guard_call refused at once) against the full upstream.resume, hot and
+// after an idle millisecond. Only the call is timed.
+func BenchmarkGuestEntryAfterIdle(b *testing.B) {
+	ctx := context.Background()
+	g := benchGuard(b, EngineWasm)
+	c := upstreamRetry(b, g)
+	inst, err := g.eng.(*wasmEngine).newInstance(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	wi := inst.(*wasmInstance)
+	defer wi.close(ctx)
+	abi := wi.m.ExportedFunction("guard_abi_version")
+	for _, op := range []struct {
+		name string
+		f    func() error
+	}{
+		{"abi_version", func() error { return abi.CallWithStack(ctx, wi.stack[:]) }},
+		{"refused_call", func() error { _, err := wi.call(ctx, []byte(`{}`), time.Second); return err }},
+		{"upstream_resume", func() error { _, err := g.UpstreamResume(ctx, c); return err }},
+	} {
+		for _, gap := range []time.Duration{0, time.Millisecond} {
+			b.Run(fmt.Sprintf("%s/idle_%s", op.name, gap), func(b *testing.B) {
+				afterIdle(b, gap, op.f)
+			})
+		}
+	}
+}
+
+// BenchmarkGuestHeapLimit is upstream.resume hot and after an idle
+// millisecond with the guest heap limited to 4, 32 (the default) and 512
+// MiB: what the limit does to a call that follows an idle wait.
+func BenchmarkGuestHeapLimit(b *testing.B) {
+	ctx := context.Background()
+	for _, mib := range []int{4, 32, 512} {
+		for _, gap := range []time.Duration{0, time.Millisecond} {
+			b.Run(fmt.Sprintf("mib_%d/idle_%s", mib, gap), func(b *testing.B) {
+				g := benchGuard(b, EngineWasm, WithMemoryLimitMiB(mib))
+				c := upstreamRetry(b, g)
+				afterIdle(b, gap, func() error { _, err := g.UpstreamResume(ctx, c); return err })
+			})
+		}
+	}
+}
+
+// afterIdle warms f up, then times each call of it after gap of sleep.
+func afterIdle(b *testing.B, gap time.Duration, f func() error) {
+	for i := 0; i < warmCalls; i++ {
+		if err := f(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	lat := make(latencies, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if gap > 0 {
+			b.StopTimer()
+			time.Sleep(gap)
+			b.StartTimer()
+		}
+		t0 := time.Now()
+		if err := f(); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	b.StopTimer()
+	lat.report(b)
+}
