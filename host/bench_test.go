@@ -403,38 +403,25 @@ func BenchmarkUpstreamResume(b *testing.B) {
 // "syscall" gap enters the kernel (getppid) without idling: it shows the
 // cost follows the idle CPU, not the kernel entry.
 func BenchmarkUpstreamResumeAfterIdle(b *testing.B) {
+	pauses := map[string]func(){
+		"0s":      nil,
+		"syscall": func() { syscall.Getppid() },
+		"1ms":     func() { time.Sleep(time.Millisecond) },
+		"5ms":     func() { time.Sleep(5 * time.Millisecond) },
+	}
 	for _, eng := range benchEngines {
 		for _, gap := range []string{"0s", "syscall", "1ms", "5ms"} {
 			b.Run(fmt.Sprintf("%s/idle_%s", eng, gap), func(b *testing.B) {
 				g := benchGuard(b, eng)
 				ctx := context.Background()
 				c := upstreamRetry(b, g)
-				for i := 0; i < warmCalls; i++ {
-					if _, err := g.UpstreamResume(ctx, c); err != nil {
-						b.Fatal(err)
-					}
-				}
-				sleep, _ := time.ParseDuration(gap)
-				lat := make(latencies, 0, b.N)
-				b.ResetTimer()
-				for i := 0; i < b.N; i++ {
-					switch {
-					case gap == "syscall":
-						syscall.Getppid()
-					case sleep > 0:
-						b.StopTimer()
-						time.Sleep(sleep)
-						b.StartTimer()
-					}
-					t0 := time.Now()
+				afterIdle(b, pauses[gap], func() error {
 					o, err := g.UpstreamResume(ctx, c)
-					if err != nil || o.Status != Complete {
-						b.Fatalf("resume: %v", err)
+					if err == nil && o.Status != Complete {
+						b.Fatalf("status %s", o.Status)
 					}
-					lat = append(lat, time.Since(t0))
-				}
-				b.StopTimer()
-				lat.report(b)
+					return err
+				})
 			})
 		}
 	}
@@ -483,7 +470,7 @@ func BenchmarkGuestEntryAfterIdle(b *testing.B) {
 	} {
 		for _, gap := range []time.Duration{0, time.Millisecond} {
 			b.Run(fmt.Sprintf("%s/idle_%s", op.name, gap), func(b *testing.B) {
-				afterIdle(b, gap, op.f)
+				afterIdle(b, sleepFor(gap), op.f)
 			})
 		}
 	}
@@ -499,14 +486,15 @@ func BenchmarkGuestHeapLimit(b *testing.B) {
 			b.Run(fmt.Sprintf("mib_%d/idle_%s", mib, gap), func(b *testing.B) {
 				g := benchGuard(b, EngineWasm, WithMemoryLimitMiB(mib))
 				c := upstreamRetry(b, g)
-				afterIdle(b, gap, func() error { _, err := g.UpstreamResume(ctx, c); return err })
+				afterIdle(b, sleepFor(gap), func() error { _, err := g.UpstreamResume(ctx, c); return err })
 			})
 		}
 	}
 }
 
-// afterIdle warms f up, then times each call of it after gap of sleep.
-func afterIdle(b *testing.B, gap time.Duration, f func() error) {
+// afterIdle warms f up, then times each call of it after pause (nil:
+// none), which runs outside the timer.
+func afterIdle(b *testing.B, pause func(), f func() error) {
 	for i := 0; i < warmCalls; i++ {
 		if err := f(); err != nil {
 			b.Fatal(err)
@@ -515,9 +503,9 @@ func afterIdle(b *testing.B, gap time.Duration, f func() error) {
 	lat := make(latencies, 0, b.N)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if gap > 0 {
+		if pause != nil {
 			b.StopTimer()
-			time.Sleep(gap)
+			pause()
 			b.StartTimer()
 		}
 		t0 := time.Now()
@@ -528,4 +516,12 @@ func afterIdle(b *testing.B, gap time.Duration, f func() error) {
 	}
 	b.StopTimer()
 	lat.report(b)
+}
+
+// sleepFor is a pause of d (nil for 0).
+func sleepFor(d time.Duration) func() {
+	if d == 0 {
+		return nil
+	}
+	return func() { time.Sleep(d) }
 }
