@@ -200,3 +200,60 @@ func TestGuestProfileUpstream(t *testing.T) {
 		t.Logf("upstream.%s inside guard.wasm:\n%s", op, prof.report(n, 45))
 	}
 }
+
+// TestGuestProfileUpstreamCold is where the proxy's two guest calls lose
+// time when the CPU caches are cold (BenchmarkUpstreamColdCache): each
+// function's self time with the caches emptied before every call, less
+// its self time hot, largest first.
+//
+//	go test -tags guestprof ./host -run TestGuestProfileUpstreamCold -v
+func TestGuestProfileUpstreamCold(t *testing.T) {
+	g, prof, _ := profiledGuard(t)
+	const warm, n = 2000, 1500
+	for _, op := range []string{"ask", "resume"} {
+		call := upstreamOp(t, g, op)
+		self := map[bool]map[string]time.Duration{}
+		for _, cold := range []bool{false, true} {
+			for _, s := range prof.stats {
+				*s = profStat{name: s.name}
+			}
+			for i := 0; i < warm+n; i++ {
+				if cold && i >= warm {
+					emptyCaches()
+				}
+				prof.on = i >= warm
+				if err := call(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			self[cold] = map[string]time.Duration{}
+			for k, s := range prof.stats {
+				self[cold][k] = s.self
+			}
+		}
+		type row struct {
+			name      string
+			hot, cold time.Duration
+		}
+		var rows []row
+		var hot, cold time.Duration
+		for k, c := range self[true] {
+			rows = append(rows, row{k, self[false][k], c})
+			hot += self[false][k]
+			cold += c
+		}
+		sort.Slice(rows, func(i, j int) bool { return rows[i].cold-rows[i].hot > rows[j].cold-rows[j].hot })
+		per := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 / n }
+		var b strings.Builder
+		fmt.Fprintf(&b, "upstream.%s: %.1f µs hot, %.1f µs cold per call (listener-inflated)\n%10s %9s %9s  %s\n",
+			op, per(hot), per(cold), "cold-hot", "hot", "cold", "function")
+		for _, r := range rows[:min(30, len(rows))] {
+			fmt.Fprintf(&b, "%10.2f %9.2f %9.2f  %s\n", per(r.cold-r.hot), per(r.hot), per(r.cold),
+				strings.ReplaceAll(strings.TrimPrefix(r.name, "."), "github.com_mrtr_wasm_mrtr_wasm_", ""))
+		}
+		if cold <= hot {
+			t.Errorf("upstream.%s: cold %v is not slower than hot %v: were the caches emptied?", op, cold, hot)
+		}
+		t.Log(b.String())
+	}
+}
