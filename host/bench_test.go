@@ -70,11 +70,7 @@ func (l latencies) quantiles() (p50, p99 float64) {
 
 func runTimed(b *testing.B, warm int, op func() error) {
 	b.Helper()
-	for i := 0; i < warm; i++ {
-		if err := op(); err != nil {
-			b.Fatal(err)
-		}
-	}
+	warmUp(b, warm, op)
 	lat := make(latencies, 0, b.N)
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -87,6 +83,16 @@ func runTimed(b *testing.B, warm int, op func() error) {
 	}
 	b.StopTimer()
 	lat.report(b)
+}
+
+// warmUp runs op n times, untimed.
+func warmUp(b *testing.B, n int, op func() error) {
+	b.Helper()
+	for i := 0; i < n; i++ {
+		if err := op(); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
 
 // warmCalls brings an instance's heap to its steady size (the guest heap
@@ -501,11 +507,7 @@ func BenchmarkGuestHeapLimit(b *testing.B) {
 // afterIdle warms f up, then times each call of it after pause (nil:
 // none), which runs outside the timer.
 func afterIdle(b *testing.B, pause func(), f func() error) {
-	for i := 0; i < warmCalls; i++ {
-		if err := f(); err != nil {
-			b.Fatal(err)
-		}
-	}
+	warmUp(b, warmCalls, f)
 	lat := make(latencies, 0, b.N)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -538,11 +540,7 @@ func BenchmarkUpstreamColdCache(b *testing.B) {
 				for i, eng := range benchEngines {
 					g := benchGuard(b, eng)
 					calls[i] = upstreamOp(b, g, op)
-					for j := 0; j < warmCalls; j++ {
-						if err := calls[i](); err != nil {
-							b.Fatal(err)
-						}
-					}
+					warmUp(b, warmCalls, calls[i])
 				}
 				lats := make([]latencies, len(calls))
 				b.ResetTimer()

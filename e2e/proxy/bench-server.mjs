@@ -8,6 +8,7 @@
 import http from 'node:http';
 import { McpServer, createMcpHandler, inputRequired, acceptedContent } from '@modelcontextprotocol/server';
 import { z } from 'zod';
+import { relay } from './fetch-bridge.mjs';
 
 function factory() {
   const server = new McpServer({ name: 'bench-upstream', version: '1.0.0' });
@@ -35,15 +36,7 @@ const srv = http.createServer(async (req, res) => {
   try {
     const chunks = [];
     for await (const c of req) chunks.push(c);
-    const headers = new Headers();
-    for (const [k, v] of Object.entries(req.headers)) if (typeof v === 'string') headers.set(k, v);
-    const request = new Request(`http://${req.headers.host}${req.url}`, { method: req.method, headers, body: req.method === 'POST' ? Buffer.concat(chunks) : undefined });
-    const response = await handler.fetch(request);
-    const out = {};
-    response.headers.forEach((v, k) => { out[k] = v; });
-    res.writeHead(response.status, out);
-    if (response.body) for await (const chunk of response.body) res.write(chunk);
-    res.end();
+    await relay(handler, req, res, Buffer.concat(chunks));
   } catch (e) {
     res.writeHead(500);
     res.end(String(e));

@@ -15,6 +15,7 @@ import { writeFileSync } from 'node:fs';
 import { McpServer, createMcpHandler, inputRequired, acceptedContent } from '@modelcontextprotocol/server';
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import { z } from 'zod';
+import { relay } from './fetch-bridge.mjs';
 
 type Seen = { method: string; name?: string; requestState?: string; inputResponses?: unknown; principal?: string };
 const seen: Seen[] = [];
@@ -103,15 +104,7 @@ function serveHTTP() {
           seen.push({ method: msg.method, name: msg.params?.name, requestState: msg.params?.requestState, inputResponses: msg.params?.inputResponses, principal: req.headers['x-principal'] as string | undefined });
         }
       } catch { /* the SDK answers it */ }
-      const headers = new Headers();
-      for (const [k, v] of Object.entries(req.headers)) if (typeof v === 'string') headers.set(k, v);
-      const request = new Request(`http://${req.headers.host}${req.url}`, { method: req.method, headers, body: req.method === 'POST' ? body : undefined });
-      const response = await handler.fetch(request);
-      const out: Record<string, string> = {};
-      response.headers.forEach((v, k) => { out[k] = v; });
-      res.writeHead(response.status, out);
-      if (response.body) for await (const chunk of response.body) res.write(chunk);
-      res.end();
+      await relay(handler, req, res, body);
     } catch (e) {
       res.writeHead(500);
       res.end(String(e));
