@@ -36,6 +36,7 @@ type profFrame struct {
 
 type profStat struct {
 	name       string
+	index      uint32 // in the module's function index space (imports first)
 	calls      int64
 	self, incl time.Duration
 	open       int // frames of this function on the stack (recursion)
@@ -43,16 +44,17 @@ type profStat struct {
 
 // profiler assumes one instance called from one goroutine at a time.
 type profiler struct {
-	on    bool
-	stack []profFrame
-	stats map[string]*profStat
+	on     bool
+	stack  []profFrame
+	stats  map[string]*profStat
+	module []byte // the profiled guard.wasm
 }
 
 func (p *profiler) NewFunctionListener(def api.FunctionDefinition) experimental.FunctionListener {
 	name := def.DebugName()
 	s := p.stats[name]
 	if s == nil {
-		s = &profStat{name: name}
+		s = &profStat{name: name, index: def.Index()}
 		p.stats[name] = s
 	}
 	return &profListener{p, s}
@@ -139,7 +141,7 @@ func profiledGuard(t *testing.T) (*Guard, *profiler, context.Context) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	prof := &profiler{stats: map[string]*profStat{}}
+	prof := &profiler{stats: map[string]*profStat{}, module: wasmBytes}
 	ctx := experimental.WithFunctionListenerFactory(context.Background(), prof)
 	g, err := New(ctx, WithModule(wasmBytes), WithKeys(benchKeys), WithEngine(EngineWasm), WithPoolSize(1), WithAudience("bench.example"))
 	if err != nil {
@@ -184,7 +186,7 @@ func TestGuestProfileUpstream(t *testing.T) {
 	const warm, n = 2000, 3000
 	for _, op := range []string{"ask", "resume"} {
 		for _, s := range prof.stats {
-			*s = profStat{name: s.name}
+			*s = profStat{name: s.name, index: s.index}
 		}
 		for i := 0; i < warm+n; i++ {
 			prof.on = i >= warm
@@ -215,7 +217,7 @@ func TestGuestProfileUpstreamCold(t *testing.T) {
 		self := map[bool]map[string]time.Duration{}
 		for _, cold := range []bool{false, true} {
 			for _, s := range prof.stats {
-				*s = profStat{name: s.name}
+				*s = profStat{name: s.name, index: s.index}
 			}
 			for i := 0; i < warm+n; i++ {
 				if cold && i >= warm {
@@ -256,4 +258,147 @@ func TestGuestProfileUpstreamCold(t *testing.T) {
 		}
 		t.Log(b.String())
 	}
+}
+
+// TestGuestFootprintUpstream is how much of guard.wasm one warm call runs
+// through: the distinct functions the proxy's two guest calls enter and
+// the size of their bodies in the module, by package. A cold call pays
+// for fetching that code (TestGuestProfileUpstreamCold), so this is the
+// figure a smaller guest would have to shrink.
+//
+//	go test -tags guestprof ./host -run TestGuestFootprintUpstream -v
+func TestGuestFootprintUpstream(t *testing.T) {
+	g, prof, _ := profiledGuard(t)
+	imports, bodies := wasmFunctionSizes(t, prof.module)
+	var code int
+	for _, n := range bodies {
+		code += n
+	}
+	for _, op := range []string{"ask", "resume"} {
+		call := upstreamOp(t, g, op)
+		for i := 0; i < 200; i++ { // past first-call set-up
+			if err := call(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, s := range prof.stats {
+			*s = profStat{name: s.name, index: s.index}
+		}
+		prof.on = true
+		if err := call(); err != nil {
+			t.Fatal(err)
+		}
+		prof.on = false
+		byPkg := map[string][2]int{}
+		type fnSize struct {
+			name string
+			size int
+		}
+		var big []fnSize
+		var fns, size int
+		for _, s := range prof.stats {
+			if s.calls == 0 || s.index < imports {
+				continue
+			}
+			n := bodies[s.index-imports]
+			fns++
+			size += n
+			pkg := strings.TrimPrefix(s.name, ".")
+			for _, host := range []string{"github.com_mrtr_wasm_mrtr_wasm_", "github.com_", "golang.org_"} {
+				pkg = strings.TrimPrefix(pkg, host)
+			}
+			pkg, _, _ = strings.Cut(pkg, ".")
+			big = append(big, fnSize{s.name, n})
+			v := byPkg[pkg]
+			byPkg[pkg] = [2]int{v[0] + 1, v[1] + n}
+		}
+		if fns == 0 || size == 0 {
+			t.Fatalf("upstream.%s entered no guest function: the listener saw nothing", op)
+		}
+		pkgs := make([]string, 0, len(byPkg))
+		for k := range byPkg {
+			pkgs = append(pkgs, k)
+		}
+		sort.Slice(pkgs, func(i, j int) bool { return byPkg[pkgs[i]][1] > byPkg[pkgs[j]][1] })
+		var b strings.Builder
+		fmt.Fprintf(&b, "upstream.%s enters %d of %d functions; their bodies are %d KiB of the code section's %d KiB\n%9s %6s  %s\n",
+			op, fns, len(bodies), size>>10, code>>10, "KiB", "funcs", "package")
+		for _, k := range pkgs[:min(25, len(pkgs))] {
+			fmt.Fprintf(&b, "%9.1f %6d  %s\n", float64(byPkg[k][1])/1024, byPkg[k][0], k)
+		}
+		sort.Slice(big, func(i, j int) bool { return big[i].size > big[j].size })
+		fmt.Fprintf(&b, "largest:\n")
+		for _, f := range big[:min(15, len(big))] {
+			fmt.Fprintf(&b, "%9.1f  %s\n", float64(f.size)/1024, strings.TrimPrefix(f.name, "."))
+		}
+		t.Log(b.String())
+	}
+}
+
+// wasmFunctionSizes reads a module's function imports (they come first in
+// the function index space) and the size of each body in its code section.
+func wasmFunctionSizes(t *testing.T, m []byte) (imports uint32, bodies []int) {
+	t.Helper()
+	if len(m) < 8 || string(m[:4]) != "\x00asm" {
+		t.Fatal("not a wasm module")
+	}
+	i := 8
+	uleb := func() uint64 {
+		var v uint64
+		for shift := 0; ; shift += 7 {
+			c := m[i]
+			i++
+			v |= uint64(c&0x7f) << shift
+			if c < 0x80 {
+				return v
+			}
+		}
+	}
+	name := func() { n := int(uleb()); i += n }
+	limits := func() {
+		if flag := m[i]; true {
+			i++
+			uleb()
+			if flag&1 != 0 {
+				uleb()
+			}
+		}
+	}
+	for i < len(m) {
+		id := m[i]
+		i++
+		size := int(uleb())
+		end := i + size
+		switch id {
+		case 2: // imports
+			for n := uleb(); n > 0; n-- {
+				name()
+				name()
+				kind := m[i]
+				i++
+				switch kind {
+				case 0:
+					uleb()
+					imports++
+				case 1:
+					i++ // reftype
+					limits()
+				case 2:
+					limits()
+				case 3:
+					i += 2 // valtype, mutability
+				default:
+					t.Fatalf("import kind %d", kind)
+				}
+			}
+		case 10: // code
+			for n := uleb(); n > 0; n-- {
+				sz := int(uleb())
+				bodies = append(bodies, sz)
+				i += sz
+			}
+		}
+		i = end
+	}
+	return imports, bodies
 }
