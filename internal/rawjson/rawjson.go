@@ -93,6 +93,7 @@ func Object(b []byte) ([]Member, error) {
 		return nil, ErrNotObject
 	}
 	ms := make([]Member, 0, 8)
+	var seen map[string]struct{} // keys, once there are more than linearDupScan
 	i = SkipSpace(b, i+1)
 	if i < len(b) && b[i] == '}' {
 		return ms, nil
@@ -122,9 +123,26 @@ func Object(b []byte) ([]Member, error) {
 		if ve < 0 || ve == i {
 			return ms, ErrTruncated
 		}
-		for _, m := range ms {
-			if bytes.Equal(m.Key, key) {
+		if seen != nil {
+			if _, dup := seen[string(key)]; dup {
 				return ms, ErrDupKey
+			}
+			seen[string(key)] = struct{}{}
+		} else {
+			for _, m := range ms {
+				if bytes.Equal(m.Key, key) {
+					return ms, ErrDupKey
+				}
+			}
+			if len(ms) == linearDupScan {
+				// Past a few members a set: comparing each key with every
+				// earlier one made a 1 MiB object of short keys cost
+				// seconds of CPU, from any client.
+				seen = make(map[string]struct{}, 2*linearDupScan)
+				for _, m := range ms {
+					seen[string(m.Key)] = struct{}{}
+				}
+				seen[string(key)] = struct{}{}
 			}
 		}
 		ms = append(ms, Member{key, i, ve})
@@ -142,6 +160,10 @@ func Object(b []byte) ([]Member, error) {
 		}
 	}
 }
+
+// linearDupScan is how many members Object checks for a repeat by
+// comparison before it builds a set.
+const linearDupScan = 16
 
 // Find returns the member key of ms.
 func Find(ms []Member, key string) (Member, bool) {
