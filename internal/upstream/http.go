@@ -112,7 +112,7 @@ func (u *HTTP) newRequest(ctx context.Context, msg []byte, h http.Header) (*http
 	for k, v := range u.header {
 		req.Header[k] = v
 	}
-	for k, v := range h {
+	for k, v := range withoutInvalidTrace(h) {
 		req.Header[k] = v
 	}
 	req.Header.Set("Content-Type", "application/json")

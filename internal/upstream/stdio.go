@@ -554,7 +554,7 @@ func (s *Stdio) Call(ctx context.Context, msg []byte, h http.Header, onMessage f
 	if h != nil {
 		tp = h.Get("traceparent")
 	}
-	if tp == "" {
+	if !validTraceparent(tp) {
 		tp = telemetry.Traceparent(ctx)
 	}
 	for {
@@ -773,7 +773,7 @@ func rewriteRequest(m *rpcMessage, cl *call, tp string) ([]byte, error) {
 		if t, ok := find(ms, "progressToken"); ok {
 			cl.origToken = meta[t.Start:t.End]
 			cl.token = "mrtr-" + strconv.FormatInt(cl.id, 10)
-			if meta, err = setMember(meta, "progressToken", strconv.AppendQuote(nil, cl.token)); err != nil {
+			if meta, err = setMember(meta, "progressToken", appendJSONString(nil, cl.token)); err != nil {
 				return nil, err
 			}
 		}
@@ -783,7 +783,8 @@ func rewriteRequest(m *rpcMessage, cl *call, tp string) ([]byte, error) {
 			meta = []byte("{}")
 		}
 		var err error
-		if meta, err = setMember(meta, "traceparent", strconv.AppendQuote(nil, tp)); err != nil {
+		// A JSON string, not Go quoting (which writes \xff, \U…).
+		if meta, err = setMember(meta, "traceparent", appendJSONString(nil, tp)); err != nil {
 			return nil, err
 		}
 	}

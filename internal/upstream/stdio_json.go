@@ -67,6 +67,13 @@ func setMember(obj []byte, key string, val []byte) ([]byte, error) {
 	return splice(obj, edit{open, open, ins}), nil
 }
 
+// appendJSONString appends s as a JSON string (strconv.AppendQuote is Go
+// syntax, not JSON, for bytes that are not printable ASCII).
+func appendJSONString(dst []byte, s string) []byte {
+	b, _ := json.Marshal(s)
+	return append(dst, b...)
+}
+
 // rpcMessage is a JSON-RPC message with the spans of its members.
 type rpcMessage struct {
 	raw     []byte

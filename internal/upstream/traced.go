@@ -88,3 +88,44 @@ func (t *traced) Discovery() (json.RawMessage, bool) {
 	}
 	return nil, false
 }
+
+// validTraceparent reports whether tp is a W3C traceparent of version 00:
+// "00-" 32 lowercase hex digits (not all zero) "-" 16 (not all zero) "-"
+// 2. A client's header that is not one is dropped rather than relayed: it
+// would be no trace context to the upstream, and its bytes (obs-text is
+// legal in an HTTP header) are not safe to splice into a child's JSON.
+func validTraceparent(tp string) bool {
+	if len(tp) != 55 || tp[:3] != "00-" || tp[35] != '-' || tp[52] != '-' {
+		return false
+	}
+	hex := func(s string) (nonzero, ok bool) {
+		for i := 0; i < len(s); i++ {
+			switch c := s[i]; {
+			case c >= '1' && c <= '9' || c >= 'a' && c <= 'f':
+				nonzero = true
+			case c == '0':
+			default:
+				return false, false
+			}
+		}
+		return nonzero, true
+	}
+	trace, ok1 := hex(tp[3:35])
+	span, ok2 := hex(tp[36:52])
+	_, ok3 := hex(tp[53:55])
+	return trace && span && ok1 && ok2 && ok3
+}
+
+// withoutInvalidTrace returns h without its Traceparent and Tracestate
+// when the Traceparent is not valid (W3C: a tracestate is read only with
+// the traceparent it belongs to). h itself is not changed.
+func withoutInvalidTrace(h http.Header) http.Header {
+	tp, ok := h["Traceparent"]
+	if !ok || len(tp) == 1 && validTraceparent(tp[0]) {
+		return h
+	}
+	h = h.Clone()
+	h.Del("Traceparent")
+	h.Del("Tracestate")
+	return h
+}
