@@ -172,6 +172,15 @@ func (m *Message) Target() string {
 // IsRetry reports whether the request carries a requestState.
 func (m *Message) IsRetry() bool { return m.p.RequestState != nil && *m.p.RequestState != "" }
 
+// AnswersRound reports whether the request claims to answer an input
+// round: it has a requestState (even "") or non-null inputResponses. A
+// proxy must not forward such a request as a fresh call: to an upstream
+// that asks without a requestState, or with "", it would be an answer no
+// one checked.
+func (m *Message) AnswersRound() bool {
+	return m.p.RequestState != nil || (len(m.p.InputResponses) > 0 && string(m.p.InputResponses) != "null")
+}
+
 // Meta is the request's _meta.
 func (m *Message) Meta() map[string]json.RawMessage { return m.p.Meta }
 

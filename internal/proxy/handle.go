@@ -48,7 +48,9 @@ func (p *Proxy) Handle(ctx context.Context, m *mcphttp.Message, body []byte, h h
 			Message: "mrtr-wasm proxy does not carry the tasks extension (" + m.Method + "): a task's input rounds would go around the guard; call the tool without a task"}))
 		return
 	}
-	if canAsk(m.Method) && m.IsRetry() {
+	if canAsk(m.Method) && m.AnswersRound() {
+		// Answers go to the guard, which refuses them without the state
+		// it sealed: never to the upstream unchecked.
 		p.resume(ctx, m, body, h, principal, s)
 		return
 	}
@@ -90,6 +92,13 @@ func (p *Proxy) Handle(ctx context.Context, m *mcphttp.Message, body []byte, h h
 func (p *Proxy) call(ctx context.Context, msg []byte, h http.Header, s Sink) ([]byte, error) {
 	start := time.Now()
 	resp, err := p.cfg.Upstream.Call(upstream.WithStreamStart(ctx, s.Start), msg, h, func(raw []byte) error {
+		if t := bytes.TrimLeft(raw, " \t\r\n"); len(t) == 0 || t[0] != '{' {
+			// A batch (no part of 2026-07-28) could carry a request to the
+			// client past the check below: dropped, never relayed.
+			p.up.refused.WithLabelValues("not_object").Inc()
+			p.log.Warn("dropped a message on the upstream's stream that is not a JSON object")
+			return nil
+		}
 		if isServerRequest(raw) {
 			p.refuseServerRequest(ctx, raw, h)
 			return nil
@@ -133,6 +142,23 @@ func (p *Proxy) upstreamError(m *mcphttp.Message, err error) []byte {
 	}
 	p.log.Warn("upstream call failed", "method", m.Method, "target", m.Target(), "code", e.Code, "error", errText(e))
 	return rpcError(m.ID, &jsonrpc.Error{Code: upstream.JSONRPCCode, Message: e.Message + " (" + e.Code + "; retry)", Data: e.Data()})
+}
+
+// lostAnswer answers a forwarded round whose upstream answer was lost
+// after the request may have been sent. It is not retryable with the same
+// state: the user starts the call again.
+func (p *Proxy) lostAnswer(m *mcphttp.Message, err error) []byte {
+	e, ok := upstream.AsError(err)
+	if !ok {
+		e = upstream.Errorf(upstream.CodeUnavailable, "the upstream failed", err)
+	}
+	p.log.Warn("forwarded round lost its answer; recorded, not sent again", "target", m.Target(), "code", e.Code, "error", errText(e))
+	data, _ := json.Marshal(struct {
+		Code      string `json:"code"`
+		Retryable bool   `json:"retryable"`
+	}{e.Code, false})
+	return rpcError(m.ID, &jsonrpc.Error{Code: upstream.JSONRPCCode, Data: data,
+		Message: e.Message + " (" + e.Code + ") after the answers were sent: they may have taken effect, so the proxy will not send them again; call the tool again to start over"})
 }
 
 func (p *Proxy) upstreamCall(ctx context.Context, m *mcphttp.Message, body []byte, principal string) *host.UpstreamCall {
@@ -262,7 +288,13 @@ func (p *Proxy) resume(ctx context.Context, m *mcphttp.Message, body []byte, h h
 		}
 		resp, err := p.call(ectx, out.Forward, h, s)
 		if err != nil {
-			return nil, err
+			if upstream.Unsent(err) {
+				return nil, err // the claim is released: a retry may send it
+			}
+			// The round may have reached the upstream and taken effect:
+			// the failure is its recorded result, and no replay sends it
+			// again.
+			return p.lostAnswer(m, err), nil
 		}
 		if isInputRequired(resp) {
 			// The upstream asks again: a further round of the same
