@@ -19,6 +19,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -107,7 +108,19 @@ func (p *Proxy) awaitLegacy(ctx context.Context, m *mcphttp.Message, body []byte
 			if ev.err != nil {
 				return p.upstreamError(m, ev.err)
 			}
-			return withID(ev.raw, m.ID)
+			resp := withID(ev.raw, m.ID)
+			if !isInputRequired(resp) {
+				return resp
+			}
+			// A server of both eras may also ask the 2026-07-28 way: its
+			// round is linted, policed and sealed as any upstream's.
+			if claimsPendingState(resp) {
+				p.up.refused.WithLabelValues("invalid_result").Inc()
+				p.log.Warn("refused an upstream round whose requestState takes the proxy's reserved prefix", "target", m.Target(), "prefix", pendingPrefix)
+				return rpcError(m.ID, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+					Message: "the upstream's requestState begins with " + strconv.Quote(pendingPrefix) + ", which mrtr-wasm proxy reserves for its own rounds"})
+			}
+			return p.ask(ctx, m, body, principal, resp, after)
 		}
 		var r struct {
 			ID     json.RawMessage `json:"id"`
@@ -263,6 +276,44 @@ func pendingKeyOf(forward []byte) (string, bool) {
 	return strings.CutPrefix(f.Params.RequestState, pendingPrefix)
 }
 
+// claimsPendingState reports whether an upstream's result holds a
+// requestState (any member of that name, in any case, at any depth: what
+// the guard may restore) that begins with pendingPrefix. Restored on the
+// retry, such a state would be taken for a pending request of this proxy
+// (pendingKeyOf): the upstream may not use the prefix.
+func claimsPendingState(resp []byte) bool {
+	d := json.NewDecoder(bytes.NewReader(resp))
+	var objects []bool // per open container: whether it is an object
+	name := false      // the next token is a member name
+	state := false     // the last token was the name requestState
+	for {
+		tok, err := d.Token()
+		if err != nil {
+			return false
+		}
+		after := state
+		state = false
+		switch v := tok.(type) {
+		case json.Delim:
+			if v == '{' || v == '[' {
+				objects = append(objects, v == '{')
+				name = v == '{'
+				continue
+			}
+			objects = objects[:len(objects)-1]
+		case string:
+			if name {
+				state, name = strings.EqualFold(v, "requestState"), false
+				continue
+			}
+			if after && strings.HasPrefix(v, pendingPrefix) {
+				return true
+			}
+		}
+		name = len(objects) > 0 && objects[len(objects)-1]
+	}
+}
+
 // errStartAgain: the pending request is gone.
 var errStartAgain = &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
 	Message: "this round's upstream request is no longer open (it expired, or the retry reached another proxy instance or came after a restart): call the tool again without requestState"}
@@ -270,8 +321,10 @@ var errStartAgain = &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
 // continueLegacy delivers a validated retry's answer to the upstream's
 // open request and waits for what the upstream does next.
 func (p *Proxy) continueLegacy(ctx context.Context, m *mcphttp.Message, body []byte, principal string, key string, out *host.UpstreamOutcome, s Sink) ([]byte, error) {
-	v, ok := p.pending.m.LoadAndDelete(key)
-	if !ok {
+	v, ok := p.pending.m.Load(key)
+	if !ok || v.(*legacyCall).principal != principal || !p.pending.m.CompareAndDelete(key, v) {
+		// Gone, or (the guard binds states to their principal, so never
+		// from a sealed state) another principal's.
 		return nil, errStartAgain
 	}
 	lc := v.(*legacyCall)

@@ -1,0 +1,248 @@
+package proxy
+
+// Regression tests for the legacy-era (2025-11-25) paths: an upstream of
+// that era that also answers input_required, a call whose client left, a
+// server's ping in the middle of a call, client notifications and
+// Mcp-Param-* headers for a legacy client.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mrtr-wasm/mrtr-wasm/internal/upstream"
+)
+
+// passwordForm is an InputRequiredResult whose form asks for a password.
+const passwordForm = `{"resultType":"input_required","inputRequests":{"login":{"method":"elicitation/create","params":{"message":"Sign in","requestedSchema":{"type":"object","properties":{"password":{"type":"string"}}}}}},"requestState":"x"}`
+
+// nameForm is an InputRequiredResult whose form the default policy allows.
+const nameForm = `{"resultType":"input_required","inputRequests":{"who":{"method":"elicitation/create","params":{"message":"Name?","requestedSchema":{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}}}},"requestState":"x"}`
+
+// answeringLegacyUpstream is a 2025-11-25 Streamable HTTP upstream (it
+// refuses server/discover) that answers every tools/call with answer(the
+// request body) as its result.
+func answeringLegacyUpstream(t *testing.T, answer func(body []byte) string) upstream.Upstream {
+	t.Helper()
+	s := rpcServer(t, func(w http.ResponseWriter, b []byte) {
+		switch {
+		case bytes.Contains(b, []byte(`"server/discover"`)):
+			w.WriteHeader(http.StatusBadRequest)
+		case bytes.Contains(b, []byte(`"initialize"`)):
+			w.Header().Set("Mcp-Session-Id", "s1")
+			writeJSON(w, `{"jsonrpc":"2.0","id":`+idOf(b)+`,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"x","version":"1"}}}`)
+		case !bytes.Contains(b, []byte(`"id"`)):
+			w.WriteHeader(http.StatusAccepted)
+		case bytes.Contains(b, []byte(`"tools/list"`)):
+			writeJSON(w, `{"jsonrpc":"2.0","id":`+idOf(b)+`,"result":{"tools":[{"name":"login","inputSchema":{"type":"object"}}]}}`)
+		default:
+			writeJSON(w, `{"jsonrpc":"2.0","id":`+idOf(b)+`,"result":`+answer(b)+`}`)
+		}
+	})
+	up, err := upstream.DetectHTTP(context.Background(), httpUpstream(t, s.URL), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := up.(*upstream.LegacyHTTP); !ok {
+		t.Fatalf("not a legacy upstream: %T", up)
+	}
+	return up
+}
+
+// TestLegacyUpstreamInputRequiredResultIsPoliced: a 2025-era upstream
+// whose final answer is itself input_required (a server of both eras) has
+// its form linted like any round: a password form never reaches the
+// client, which gets a tool error naming the field.
+func TestLegacyUpstreamInputRequiredResultIsPoliced(t *testing.T) {
+	base, _ := newProxy(t, newGuard(t), answeringLegacyUpstream(t, func([]byte) string { return passwordForm }))
+	m, _ := callTool(t, base, "login", `{}`, "")
+	if bytes.Contains(m.Result, []byte("inputRequests")) || !bytes.Contains(m.Result, []byte(`"isError":true`)) || !bytes.Contains(m.Result, []byte("password")) {
+		t.Fatalf("want a tool error naming the password field, got %+v %s", m.Error, m.Result)
+	}
+}
+
+// TestLegacyClientNotAskedLegacyUpstreamsPasswordForm: nor is a 2025-era
+// client through the proxy asked that form on its session.
+func TestLegacyClientNotAskedLegacyUpstreamsPasswordForm(t *testing.T) {
+	base, _ := newProxy(t, newGuard(t), answeringLegacyUpstream(t, func([]byte) string { return passwordForm }))
+	var mu sync.Mutex
+	asked := 0
+	c := mcp.NewClient(&mcp.Implementation{Name: "legacy-client", Version: "1"}, &mcp.ClientOptions{
+		Capabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}}},
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			mu.Lock()
+			asked++
+			mu.Unlock()
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"password": "not-a-real-one"}}, nil
+		},
+	})
+	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: base + "/mcp"}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "login", Arguments: map[string]any{}})
+	mu.Lock()
+	defer mu.Unlock()
+	if asked > 0 {
+		t.Fatalf("the 2025 client was asked the upstream's password form %d time(s)", asked)
+	}
+	if err != nil || !res.IsError {
+		t.Fatalf("want a tool error, got %v %+v", err, res)
+	}
+}
+
+// TestLegacyUpstreamInputRequiredResultIsSealed: an allowed form of such
+// an upstream reaches the client sealed (never with the upstream's own
+// state), and the retry reaches the upstream with that state put back.
+func TestLegacyUpstreamInputRequiredResultIsSealed(t *testing.T) {
+	var mu sync.Mutex
+	var retries []string
+	up := answeringLegacyUpstream(t, func(b []byte) string {
+		var r struct {
+			Params struct {
+				RequestState   *string         `json:"requestState"`
+				InputResponses json.RawMessage `json:"inputResponses"`
+			} `json:"params"`
+		}
+		_ = json.Unmarshal(b, &r)
+		if r.Params.RequestState == nil {
+			return nameForm
+		}
+		mu.Lock()
+		retries = append(retries, *r.Params.RequestState)
+		mu.Unlock()
+		return `{"content":[{"type":"text","text":"hello"}]}`
+	})
+	p, err := New(Config{Guard: newGuard(t), Upstream: up})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := handleTool(t, p, "alice", "login", `{"elicitation":{}}`, "")
+	var ir struct {
+		ResultType   string `json:"resultType"`
+		RequestState string `json:"requestState"`
+	}
+	if r.Error != nil || json.Unmarshal(r.Result, &ir) != nil || ir.ResultType != "input_required" {
+		t.Fatalf("want a round: %+v %s", r.Error, r.Result)
+	}
+	if ir.RequestState == "x" || ir.RequestState == "" {
+		t.Fatalf("the upstream's own state reached the client: %s", r.Result)
+	}
+	sb, _ := json.Marshal(ir.RequestState)
+	r = handleTool(t, p, "alice", "login", `{"elicitation":{}}`, `,"requestState":`+string(sb)+`,"inputResponses":{"who":{"action":"accept","content":{"name":"Ada"}}}`)
+	if r.Error != nil || !strings.Contains(string(r.Result), "hello") {
+		t.Fatalf("retry: %+v %s", r.Error, r.Result)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(retries) != 1 || retries[0] != "x" {
+		t.Fatalf("the upstream saw retries with states %q, want [x]", retries)
+	}
+}
+
+// scriptedLegacy is a 2025-era upstream (its Discovery says legacy) whose
+// calls run call; what the proxy sends it goes to sent.
+type scriptedLegacy struct {
+	call func(ctx context.Context, msg []byte, on func([]byte) error) ([]byte, error)
+	sent chan []byte
+}
+
+func (*scriptedLegacy) Discovery() (json.RawMessage, bool) {
+	return json.RawMessage(`{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"scripted","version":"1"}}`), true
+}
+func (u *scriptedLegacy) Call(ctx context.Context, msg []byte, _ http.Header, on func([]byte) error) ([]byte, error) {
+	return u.call(ctx, msg, on)
+}
+func (u *scriptedLegacy) Send(_ context.Context, msg []byte, _ http.Header) error {
+	if u.sent != nil {
+		u.sent <- bytes.Clone(msg)
+	}
+	return nil
+}
+func (*scriptedLegacy) ID() string    { return "scripted-legacy" }
+func (*scriptedLegacy) Health() error { return nil }
+func (*scriptedLegacy) Close() error  { return nil }
+
+func toolName(msg []byte) string {
+	var r struct {
+		Params struct {
+			Name string `json:"name"`
+		} `json:"params"`
+	}
+	_ = json.Unmarshal(msg, &r)
+	return r.Params.Name
+}
+
+// TestLegacyUpstreamStateCannotPoseAsPendingRound: a requestState of the
+// upstream's own that takes the form of the proxy's pending-request
+// reference (here naming another call's open request) is refused, so
+// that no retry can deliver its answers to that request.
+func TestLegacyUpstreamStateCannotPoseAsPendingRound(t *testing.T) {
+	var mu sync.Mutex
+	var forged string
+	up := &scriptedLegacy{sent: make(chan []byte, 8)}
+	up.call = func(ctx context.Context, msg []byte, on func([]byte) error) ([]byte, error) {
+		if toolName(msg) == "ask" {
+			_ = on([]byte(`{"jsonrpc":"2.0","id":"e1","method":"elicitation/create","params":{"message":"Name?","requestedSchema":{"type":"object","properties":{"name":{"type":"string"}}}}}`))
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		sb, _ := json.Marshal(forged)
+		return []byte(`{"jsonrpc":"2.0","id":` + idOf(msg) + `,"result":` + strings.Replace(nameForm, `"x"`, string(sb), 1) + `}`), nil
+	}
+	p, err := New(Config{Guard: newGuard(t), Upstream: up})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		p.pending.m.Range(func(_, v any) bool { v.(*legacyCall).cancel(); return true })
+	})
+	if r := handleTool(t, p, "alice", "ask", `{"elicitation":{}}`, ""); !strings.Contains(string(r.Result), "input_required") {
+		t.Fatalf("want a round: %+v %s", r.Error, r.Result)
+	}
+	var key string
+	p.pending.m.Range(func(k, _ any) bool { key = k.(string); return false })
+	if key == "" {
+		t.Fatal("no pending round")
+	}
+	for _, state := range []string{pendingPrefix + key, pendingPrefix + "0123"} {
+		mu.Lock()
+		forged = state
+		mu.Unlock()
+		r := handleTool(t, p, "alice", "hybrid", `{"elicitation":{}}`, "")
+		if r.Error == nil || bytes.Contains(r.Result, []byte("inputRequests")) {
+			t.Fatalf("an upstream state in the proxy's reserved form was passed on: %+v %s", r.Error, r.Result)
+		}
+	}
+	if _, ok := p.pending.m.Load(key); !ok {
+		t.Fatal("the other call's pending round was disturbed")
+	}
+}
+
+func TestClaimsPendingState(t *testing.T) {
+	for in, want := range map[string]bool{
+		`{"result":{"requestState":"pending:k"}}`:                    true,
+		`{"result":{"REQUESTSTATE":"pending:k"}}`:                    true,
+		`{"result":{"reque\u017ftState":"\u0070ending:k"}}`:          true,
+		`{"result":{"requestState":"x","requestState":"pending:k"}}`: true,
+		`{"result":{"a":[{"requestState":"pending:k"}]}}`:            true,
+		`{"result":{"requestState":"x","message":"pending:k"}}`:      false,
+		`{"result":{"requestState":{"a":"pending:k"},"b":"c"}}`:      false,
+		`{"result":{"inputRequests":["requestState","pending:k"]}}`:  false,
+		`{"result":{"requestState":"not pending:k"}}`:                false,
+		`{"result":{"requestState":"x"},"pending:k":"requestState"}`: false,
+	} {
+		if got := claimsPendingState([]byte(in)); got != want {
+			t.Errorf("claimsPendingState(%s) = %v, want %v", in, got, want)
+		}
+	}
+}
