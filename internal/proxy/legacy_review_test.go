@@ -13,9 +13,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mrtr-wasm/mrtr-wasm/internal/mcphttp"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/upstream"
 )
 
@@ -244,5 +246,51 @@ func TestClaimsPendingState(t *testing.T) {
 		if got := claimsPendingState([]byte(in)); got != want {
 			t.Errorf("claimsPendingState(%s) = %v, want %v", in, got, want)
 		}
+	}
+}
+
+// cancelOnNotify is a client that leaves when the first notification
+// reaches it.
+type cancelOnNotify struct {
+	finalSink
+	cancel context.CancelFunc
+}
+
+func (s *cancelOnNotify) Notify([]byte) error { s.cancel(); return nil }
+
+// TestLegacyCallEndsWhenClientLeaves: when the client's request ends
+// while a legacy upstream's call is still sending (more than the events
+// buffer holds), the call is cancelled and nothing it sends blocks, so the
+// upstream's Call returns (a per-principal child's slot is released).
+func TestLegacyCallEndsWhenClientLeaves(t *testing.T) {
+	returned := make(chan struct{})
+	up := &scriptedLegacy{call: func(ctx context.Context, msg []byte, on func([]byte) error) ([]byte, error) {
+		defer close(returned)
+		for range 40 {
+			_ = on([]byte(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"tick"}}`))
+		}
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}}
+	p, err := New(Config{Guard: newGuard(t), Upstream: up})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s := &cancelOnNotify{cancel: cancel}
+	body := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`)
+	m, jerr := mcphttp.ParseMessage(body)
+	if jerr != nil {
+		t.Fatal(jerr)
+	}
+	p.Handle(ctx, m, body, http.Header{}, "alice", s)
+	if !bytes.Contains(s.final, []byte("the request ended")) {
+		t.Fatalf("answer: %s", s.final)
+	}
+	select {
+	case <-returned:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the upstream call is still blocked 30 s after its client left")
 	}
 }

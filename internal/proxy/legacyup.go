@@ -101,7 +101,11 @@ func (p *Proxy) awaitLegacy(ctx context.Context, m *mcphttp.Message, body []byte
 		select {
 		case ev = <-lc.events:
 		case <-ctx.Done():
+			// Nobody reads the call's events any more: cancel it, and
+			// take what it still sends so that it never blocks (a stdio
+			// child's slot is released only when the call returns).
 			lc.cancel()
+			go drain(lc)
 			return rpcError(m.ID, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the request ended before the upstream answered"})
 		}
 		if ev.final {
