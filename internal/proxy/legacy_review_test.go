@@ -6,10 +6,14 @@ package proxy
 // Mcp-Param-* headers for a legacy client.
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
+	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -293,4 +297,110 @@ func TestLegacyCallEndsWhenClientLeaves(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the upstream call is still blocked 30 s after its client left")
 	}
+}
+
+// sessionRecorder is a 2025-11-25 Streamable HTTP upstream that opens a
+// new session (s1, s2, …) on each initialize and records the session each
+// tools/call and each client notification arrives on.
+type sessionRecorder struct {
+	mu       sync.Mutex
+	sessions int
+	calls    []string // session ids of tools/call
+	notes    []string // session ids of notifications/cancelled
+}
+
+func (r *sessionRecorder) upstream(t *testing.T) upstream.Upstream {
+	t.Helper()
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		b, _ := io.ReadAll(req.Body)
+		sid := req.Header.Get("Mcp-Session-Id")
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		switch {
+		case bytes.Contains(b, []byte(`"server/discover"`)):
+			w.WriteHeader(http.StatusBadRequest)
+		case bytes.Contains(b, []byte(`"initialize"`)):
+			r.sessions++
+			w.Header().Set("Mcp-Session-Id", "s"+strconv.Itoa(r.sessions))
+			writeJSON(w, `{"jsonrpc":"2.0","id":`+idOf(b)+`,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"x","version":"1"}}}`)
+		case bytes.Contains(b, []byte(`"notifications/cancelled"`)):
+			r.notes = append(r.notes, sid)
+			w.WriteHeader(http.StatusAccepted)
+		case !bytes.Contains(b, []byte(`"id"`)):
+			w.WriteHeader(http.StatusAccepted)
+		case bytes.Contains(b, []byte(`"tools/list"`)):
+			writeJSON(w, `{"jsonrpc":"2.0","id":`+idOf(b)+`,"result":{"tools":[{"name":"t","inputSchema":{"type":"object"}}]}}`)
+		default:
+			r.calls = append(r.calls, sid)
+			writeJSON(w, `{"jsonrpc":"2.0","id":`+idOf(b)+`,"result":{"content":[{"type":"text","text":"ok"}]}}`)
+		}
+	}))
+	t.Cleanup(s.Close)
+	up, err := upstream.DetectHTTP(context.Background(), httpUpstream(t, s.URL), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return up
+}
+
+// check: one call and one notification, on the same upstream session.
+func (r *sessionRecorder) check(t *testing.T) {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.calls) != 1 || len(r.notes) != 1 || r.calls[0] != r.notes[0] {
+		t.Fatalf("calls on sessions %q, notifications on %q: want both on the caller's one", r.calls, r.notes)
+	}
+}
+
+const cancelledNote = `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"gone"}}`
+
+// TestClientNotificationReachesPrincipalsLegacySession: a client's
+// notification goes to the legacy upstream on its principal's session,
+// the one its calls use, not on the proxy's own.
+func TestClientNotificationReachesPrincipalsLegacySession(t *testing.T) {
+	rec := &sessionRecorder{}
+	base, _ := newProxy(t, newGuard(t), rec.upstream(t))
+	if m, _ := callTool(t, base, "t", `{}`, ""); m.Error != nil {
+		t.Fatalf("call: %+v", m.Error)
+	}
+	req, _ := http.NewRequest("POST", base+"/mcp", strings.NewReader(cancelledNote))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", "notifications/cancelled")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("HTTP %d", resp.StatusCode)
+	}
+	rec.check(t)
+}
+
+// TestStdioClientNotificationReachesLegacySession: the same for the
+// proxy's stdio client (the anonymous principal).
+func TestStdioClientNotificationReachesLegacySession(t *testing.T) {
+	rec := &sessionRecorder{}
+	p, err := New(Config{Guard: newGuard(t), Upstream: rec.upstream(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- p.ServeStdio(context.Background(), inR, outW); outW.Close() }()
+	lines := bufio.NewScanner(outR)
+	_, _ = io.WriteString(inW, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`+"\n")
+	if !lines.Scan() || !strings.Contains(lines.Text(), `"ok"`) {
+		t.Fatalf("call: %s", lines.Text())
+	}
+	_, _ = io.WriteString(inW, cancelledNote+"\n")
+	inW.Close()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	rec.check(t)
 }

@@ -224,7 +224,8 @@ func (p *Proxy) serveMCP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !m.IsCall() {
-		if err := p.cfg.Upstream.Send(r.Context(), body, h); err != nil {
+		// On the principal's own session or child, as its calls.
+		if err := p.cfg.Upstream.Send(upstream.WithPrincipal(r.Context(), principal), body, h); err != nil {
 			p.log.Warn("upstream did not take a notification", "method", m.Method, "error", errText(err))
 		}
 		w.WriteHeader(http.StatusAccepted)

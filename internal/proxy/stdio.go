@@ -12,6 +12,7 @@ import (
 
 	"github.com/mrtr-wasm/mrtr-wasm/internal/mcphttp"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/server"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/upstream"
 )
 
 // ServeStdio serves a local client on newline-delimited JSON-RPC over in
@@ -47,7 +48,7 @@ func (p *Proxy) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) err
 					return werr
 				}
 			case !m.IsCall():
-				if serr := p.cfg.Upstream.Send(ctx, line, nil); serr != nil {
+				if serr := p.cfg.Upstream.Send(upstream.WithPrincipal(ctx, server.Anonymous), line, nil); serr != nil {
 					p.log.Warn("upstream did not take a notification", "method", m.Method, "error", errText(serr))
 				}
 			default:
