@@ -1,6 +1,7 @@
 package host
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -52,6 +53,11 @@ type UpstreamOutcome struct {
 	Status      Status
 	OperationID string
 	Round       int
+	// UpstreamRound (Complete, Declined, Cancelled) is the round at which
+	// the upstream asked what this retry answers: the proxy's own re-asks
+	// keep it, so OnceForward claims one upstream round once, whichever
+	// of its states comes back.
+	UpstreamRound int
 	// Answers (Complete) are the answers as the client sent them, for the
 	// ledger's fingerprint; Declined and Cancelled name keys.
 	Answers map[string]json.RawMessage
@@ -73,6 +79,7 @@ type upstreamResponse struct {
 	Status      Status                     `json:"status"`
 	OperationID string                     `json:"operationId"`
 	Round       int                        `json:"round"`
+	UpRound     int                        `json:"upstreamRound"`
 	Result      json.RawMessage            `json:"result"`
 	Answers     map[string]json.RawMessage `json:"answers"`
 	Digest      string                     `json:"answersDigest"`
@@ -115,6 +122,8 @@ func (r *upstreamResponse) decodeRaw(out []byte) error {
 			r.Digest, err = rawString(v)
 		case "round":
 			r.Round, err = strconv.Atoi(string(v))
+		case "upstreamRound":
+			r.UpRound, err = strconv.Atoi(string(v))
 		case "result":
 			r.Result = v
 		case "forward":
@@ -320,7 +329,7 @@ func (g *Guard) UpstreamResume(ctx context.Context, c *UpstreamCall) (*UpstreamO
 	if err := g.callInto(ctx, env, &r); err != nil {
 		return nil, err
 	}
-	o := &UpstreamOutcome{Status: r.Status, OperationID: r.OperationID, Round: r.Round, Answers: r.Answers,
+	o := &UpstreamOutcome{Status: r.Status, OperationID: r.OperationID, Round: r.Round, UpstreamRound: r.UpRound, Answers: r.Answers,
 		AnswersDigest: r.Digest, Declined: r.Declined, Cancelled: r.Cancelled, Forward: r.Forward}
 	if r.Status == InputRequired {
 		o.InputRequired = r.Result
@@ -329,7 +338,7 @@ func (g *Guard) UpstreamResume(ctx context.Context, c *UpstreamCall) (*UpstreamO
 }
 
 // OnceForward sends a retry's forward to the upstream at most once: the
-// round is claimed in the ledger by its operation id and round, so
+// round is claimed in the ledger by its operation id and upstream round, so
 // concurrent and later replays get the stored result of the first. See
 // Once for the errors.
 func (g *Guard) OnceForward(ctx context.Context, o *UpstreamOutcome, effect func(ctx context.Context) ([]byte, error)) ([]byte, bool, error) {
@@ -349,7 +358,7 @@ func (g *Guard) OnceForward(ctx context.Context, o *UpstreamOutcome, effect func
 		}
 		digest = hex.EncodeToString(h.Sum(nil))
 	}
-	op := &Outcome{Status: Complete, OperationID: o.OperationID + "/" + strconv.Itoa(o.Round), Answers: o.Answers, AnswersDigest: digest}
+	op := &Outcome{Status: Complete, OperationID: o.OperationID + "/" + strconv.Itoa(cmp.Or(o.UpstreamRound, o.Round)), Answers: o.Answers, AnswersDigest: digest}
 	return g.Once(ctx, op, effect)
 }
 

@@ -526,6 +526,9 @@ func genLint(t *testing.T) *gen {
 	params("url http public", `{"mode":"url","message":"Connect","url":"http://crm.example.com/connect"}`, "error mrtr.url.not_https")
 	params("url with user info", `{"mode":"url","message":"Connect","url":"https://user:pw@crm.example.com/"}`, "error mrtr.url.credentials")
 	params("url with a token parameter", `{"mode":"url","message":"Connect","url":"https://crm.example.com/connect?access_token=abc"}`, "error mrtr.url.credentials")
+	params("url with a token parameter behind ';'", `{"mode":"url","message":"Connect","url":"https://crm.example.com/connect?x=1;access_token=abc"}`, "error mrtr.url.credentials")
+	params("url with a token in a fragment that does not parse", `{"mode":"url","message":"Connect","url":"https://crm.example.com/connect#access_token=abc&x=;"}`, "error mrtr.url.credentials")
+	params("url with ';' between plain parameters", `{"mode":"url","message":"Connect","url":"https://crm.example.com/connect?state=7f3a;step=2"}`)
 	params("url with an email", `{"mode":"url","message":"Connect","url":"https://crm.example.com/connect?who=ann%40example.com"}`, "error mrtr.url.personal_data")
 	params("url with a JWT in the path", `{"mode":"url","message":"Connect","url":"https://crm.example.com/c/eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhIn0.c2lnbmF0dXJl"}`, "error mrtr.url.credentials")
 	params("url without message", `{"mode":"url","url":"https://crm.example.com/"}`, "error mrtr.request.missing_message")
@@ -690,7 +693,7 @@ func genUpstream(t *testing.T) *gen {
 
 	valid := `{"contact":{"action":"accept","content":{"name":"Ann Lee","email":"ann@example.com"}}}`
 	ures("valid answer: forward with the upstream's state", upCall{label: "u20", request: clientCall("book_demo_call", args, "", upRetry(valid, tok))}, ok("complete"))
-	ures("answers forwarded byte for byte (spacing, extra keys, unasked fields)", upCall{label: "u21", request: clientCall("book_demo_call", args, "", upRetry(`{ "contact" : {"action":"accept","content":{"email":"ann@example.com","name":"Ann Lee","role":"admin"}}, "extra":{"action":"accept","content":{"foo":"bar"}}}`, tok))}, ok("complete"))
+	ures("answers forwarded byte for byte (spacing, unasked fields); a key no one asked is not", upCall{label: "u21", request: clientCall("book_demo_call", args, "", upRetry(`{ "contact" : {"action":"accept","content":{"email":"ann@example.com","name":"Ann Lee","role":"admin"}}, "extra":{"action":"accept","content":{"foo":"bar"}}}`, tok))}, ok("complete"))
 	ures("no upstream state: forwarded without requestState", upCall{label: "u22", request: clientCall("book_demo_call", args, "", upRetry(`{"confirm":{"action":"accept","content":{"ok":true}}}`, tokNone))}, ok("complete"))
 	ures("an empty upstream state goes back as sent", upCall{label: "u29", request: clientCall("book_demo_call", args, "", upRetry(`{"confirm":{"action":"accept","content":{"ok":true}}}`, tokEmpty))}, ok("complete"))
 	ures("decline is forwarded", upCall{label: "u23", request: clientCall("book_demo_call", args, "", upRetry(`{"contact":{"action":"decline"}}`, tok))}, ok("declined"))
@@ -705,7 +708,12 @@ func genUpstream(t *testing.T) *gen {
 	tm := tokenOf(t, uask("seal two requests", "u30", call1, upstreamResult(`{"contact":`+contactForm+`,"confirm":`+confirmForm+`}`, "two"), "", ok("input_required")))
 	r = ures("one valid, one missing: the proxy asks the missing one", upCall{label: "u31", request: clientCall("book_demo_call", args, "", upRetry(valid, tm))}, ok("input_required"))
 	ures("forward carries the answer of the proxy's earlier round", upCall{label: "u32", request: clientCall("book_demo_call", args, "", upRetry(`{"confirm":{"action":"accept","content":{"ok":true}}}`, tokenOf(t, r)))}, ok("complete"))
-	uask("a further upstream round keeps the operation", "u33", call1, upstreamResult(`{"confirm":`+confirmForm+`}`, "round=2;name=Ann"), `,"after":{"operationId":"AAECAwQFBgcICQoLDA0ODw","round":1}`, ok("input_required"))
+	tr := tokenOf(t, r)
+	ures("an answer sealed in the proxy's round stands: the client cannot replace it", upCall{label: "u35", request: clientCall("book_demo_call", args, "", upRetry(`{"contact":{"action":"accept","content":{"name":"Mallory","email":"not-an-email"}},"confirm":{"action":"accept","content":{"ok":true}}}`, tr))}, ok("complete"))
+	ures("decline: an invalid accept beside it and a key no one asked are not forwarded", upCall{label: "u36", request: clientCall("book_demo_call", args, "", upRetry(`{"contact":{"action":"accept","content":{"name":"Ann Lee","email":"ann-at-example"}},"confirm":{"action":"decline"},"zz":{"action":"accept","content":{"ok":true}}}`, tm))}, ok("declined"))
+	after := tokenOf(t, uask("a further upstream round keeps the operation", "u33", call1, upstreamResult(`{"confirm":`+confirmForm+`}`, "round=2;name=Ann"), `,"after":{"operationId":"AAECAwQFBgcICQoLDA0ODw","round":1}`, ok("input_required")))
+	ures("a further upstream round forwards under its own upstream round", upCall{label: "u37", request: clientCall("book_demo_call", args, "", upRetry(`{"confirm":{"action":"accept","content":{"ok":true}}}`, after))}, ok("complete"))
+	uask("arguments with a number a double does not hold as written", "u38", clientCall("book_demo_call", `{"topic":"pricing","account":9007199254740993}`, "", ""), upstreamResult(`{"confirm":`+confirmForm+`}`, "s"), "", fail(core.CodeArgumentsMalformed))
 	uask("a further upstream round past the limit", "u34", call1, upstreamResult(`{"confirm":`+confirmForm+`}`, "round=4"), `,"after":{"operationId":"AAECAwQFBgcICQoLDA0ODw","round":3}`, fail(core.CodeRoundsExceeded))
 
 	ures("the upstream's own state, forged by the client", upCall{label: "u40", request: clientCall("book_demo_call", args, "", upRetry(valid, "round=2;name=Mallory"))}, stateFail(core.ReasonMalformed))

@@ -674,7 +674,7 @@ var openVariants = []openVariant{
 	{tcall{target: "delete_account"}, ReasonTarget},
 	{tcall{args: `{"topic":"refunds"}`}, ReasonArguments},
 	{tcall{args: `null`}, ReasonArguments},
-	{tcall{args: `{"topic":"pricing","x":1e-400}`}, ReasonArguments},
+	{tcall{args: `{"topic":"pricing","x":1e-7}`}, ReasonArguments},
 	{tcall{nowMs: tNowMs + 300_000}, ReasonExpired},
 	{tcall{nowMs: tNowMs - 61_000}, ReasonNotYetValid},
 }

@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -99,6 +100,70 @@ func utf16Lead(r rune) rune {
 		return 0xD800 + ((r - 0x10000) >> 10)
 	}
 	return r
+}
+
+// checkExactNumbers refuses a number in node i that a double does not
+// hold as written: RFC 8785 binds numbers as doubles, but a server gets the
+// client's bytes, and one that reads integers exactly (Python, Go's int64)
+// would see 9007199254740993 where 9007199254740992 was bound. I-JSON
+// (RFC 7493), which RFC 8785 asks for, excludes such numbers too.
+func (p *parser) checkExactNumbers(i int32) *Error {
+	n := &p.nodes[i]
+	switch n.kind {
+	case jNumber:
+		f, err := strconv.ParseFloat(n.str, 64)
+		if err != nil || math.IsInf(f, 0) {
+			return newError(CodeNumberOutOfRange, "number "+quote(n.str)+" is outside the IEEE 754 double range")
+		}
+		var b [32]byte
+		if !sameDecimal(n.str, string(strconv.AppendFloat(b[:0], f, 'e', -1, 64))) {
+			return newError(CodeNumberOutOfRange, "number "+quote(n.str)+" has more precision than an IEEE 754 double holds (RFC 8785 binds numbers as doubles): send it as a string")
+		}
+	case jArray, jObject:
+		for _, m := range p.kids(i) {
+			if err := p.checkExactNumbers(m.val); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// sameDecimal reports whether two JSON numbers have the same decimal
+// value.
+func sameDecimal(a, b string) bool {
+	na, da, ea, ok1 := decimalParts(a)
+	nb, db, eb, ok2 := decimalParts(b)
+	return ok1 && ok2 && na == nb && da == db && ea == eb
+}
+
+// decimalParts reads a JSON number as sign, significant digits (no
+// leading or trailing zeros; "" for zero) and the exponent of the last
+// digit. Zero has no sign.
+func decimalParts(s string) (neg bool, digits string, exp int, ok bool) {
+	if s != "" && s[0] == '-' {
+		neg, s = true, s[1:]
+	}
+	mant := s
+	if i := strings.IndexAny(s, "eE"); i >= 0 {
+		mant = s[:i]
+		e, err := strconv.Atoi(strings.TrimPrefix(s[i+1:], "+"))
+		if err != nil {
+			return false, "", 0, false
+		}
+		exp = e
+	}
+	intPart, frac, _ := strings.Cut(mant, ".")
+	digits = strings.TrimLeft(intPart+frac, "0")
+	exp -= len(frac)
+	for len(digits) > 0 && digits[len(digits)-1] == '0' {
+		digits = digits[:len(digits)-1]
+		exp++
+	}
+	if digits == "" {
+		return false, "", 0, true
+	}
+	return neg, digits, exp, true
 }
 
 // appendES6Number formats f as ECMAScript's Number.prototype.toString does

@@ -258,3 +258,30 @@ func FuzzCanonical(f *testing.F) {
 		checkCanonical(t, data)
 	})
 }
+
+// TestArgumentNumbersBoundExactly: arguments are bound through their
+// RFC 8785 form, whose numbers are doubles, while a server reads the
+// client's bytes. A number a double does not hold as written would let
+// a retry change it unseen (9007199254740993 for 9007199254740992), so
+// an ask with one is refused.
+func TestArgumentNumbersBoundExactly(t *testing.T) {
+	g := newConfigured(t, "")
+	reqs := `{"c":{"method":"elicitation/create","params":{"message":"Sure?","requestedSchema":{"type":"object","properties":{"ok":{"type":"boolean"}}}}}}`
+	ask := func(args string) map[string]any {
+		return checkResponse(t, run(g, tcall{op: "ask", label: "x", args: args, rest: `,"inputRequests":` + reqs}.env()))
+	}
+	for _, n := range []string{"0", "-0", "0.1", "1.0", "100", "1e21", "1E+2", "5e-324", "1.7976931348623157e308",
+		"9007199254740992", "0.30000000000000004", "123456789012345", "-2.5e-3"} {
+		if r := ask(`{"n":` + n + `}`); r["ok"] != true {
+			t.Errorf("%s: refused: %v", n, r)
+		}
+	}
+	for _, n := range []string{"9007199254740993", "1.0000000000000001", "1e-400", "12345678901234567890",
+		"3.14159265358979323846", "-9007199254740993"} {
+		r := ask(`{"a":[{"n":` + n + `}]}`)
+		e, _ := r["error"].(map[string]any)
+		if e == nil || e["code"] != CodeArgumentsMalformed || !strings.Contains(e["message"].(string), "as a string") {
+			t.Errorf("%s: want %s, got %v", n, CodeArgumentsMalformed, r)
+		}
+	}
+}

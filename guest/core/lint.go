@@ -564,20 +564,8 @@ func lintURL(raw string, fs *findings) {
 			fs.add(CodeURLCredentials, "", "\"url\" must not carry a credential: parameter "+quote(name)+" holds a token")
 		}
 	}
-	for name, vals := range u.Query() {
-		for _, v := range vals {
-			check(name, v)
-		}
-		if len(vals) == 0 {
-			check(name, "")
-		}
-	}
-	if frag, err := url.ParseQuery(u.Fragment); err == nil {
-		for name, vals := range frag {
-			for _, v := range vals {
-				check(name, v)
-			}
-		}
+	for _, part := range []string{u.RawQuery, u.EscapedFragment()} {
+		forEachParam(part, check)
 	}
 	for _, seg := range strings.Split(u.Path, "/") {
 		if looksLikeEmail(seg) {
@@ -588,6 +576,33 @@ func lintURL(raw string, fs *findings) {
 			fs.add(CodeURLCredentials, "", "\"url\" must not carry a credential: the path holds a token")
 			break
 		}
+	}
+}
+
+// forEachParam calls f with each name=value pair of a query or fragment.
+// Pairs are split on '&' and on ';' (url.ParseQuery refuses ';' and
+// drops the pair, while many servers split on it), and one that does not
+// unescape is checked as written: a pair no parser agrees on must not be
+// a place to hide a credential.
+func forEachParam(q string, f func(name, value string)) {
+	for q != "" {
+		var pair string
+		if i := strings.IndexAny(q, "&;"); i >= 0 {
+			pair, q = q[:i], q[i+1:]
+		} else {
+			pair, q = q, ""
+		}
+		if pair == "" {
+			continue
+		}
+		name, value, _ := strings.Cut(pair, "=")
+		if n, err := url.QueryUnescape(name); err == nil {
+			name = n
+		}
+		if v, err := url.QueryUnescape(value); err == nil {
+			value = v
+		}
+		f(name, value)
 	}
 }
 

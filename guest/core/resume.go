@@ -154,14 +154,25 @@ func (g *Guard) resume(root int32, cp *callCtx, token string, resp int32, up *up
 		}
 	}
 
+	// What reaches the upstream: the answers checked here (a valid
+	// accept, a decline, a cancel), for keys that were asked. An invalid
+	// accept beside a decline, or a key no one asked (which a server may
+	// read as the answer to a later question), never does.
+	var fwd []string
+	if up != nil {
+		for _, a := range accepted {
+			fwd = append(fwd, a.key)
+		}
+		fwd = append(append(fwd, declined...), cancelled...)
+	}
 	switch {
 	case len(declined) > 0:
 		g.emitEnd("declined", st, "declined", declined)
-		g.endForward(up, st)
+		g.endForward(up, st, fwd)
 		return nil
 	case len(cancelled) > 0:
 		g.emitEnd("cancelled", st, "cancelled", cancelled)
-		g.endForward(up, st)
+		g.endForward(up, st, fwd)
 		return nil
 	case len(reasks) == 0:
 		g.begin()
@@ -184,7 +195,7 @@ func (g *Guard) resume(root int32, cp *callCtx, token string, resp int32, up *up
 			g.out = appendString(g.out, st.app)
 		}
 		g.end()
-		g.endForward(up, st)
+		g.endForward(up, st, fwd)
 		return nil
 	}
 	if st.round >= int(maxRounds) {
@@ -201,7 +212,7 @@ func (g *Guard) resume(root int32, cp *callCtx, token string, resp int32, up *up
 	if err := g.checkCapabilities(&c, reasks); err != nil {
 		return err
 	}
-	out := stateOut{op: st.op, round: st.round + 1, ttl: ttl, app: st.app, ups: st.ups, hasUps: st.hasUps}
+	out := stateOut{op: st.op, round: st.round + 1, upRound: st.upRound, ttl: ttl, app: st.app, ups: st.ups, hasUps: st.hasUps}
 	if st.ans >= 0 || len(accepted) > 0 {
 		out.ans = g.appendAnswers(nil, st, accepted)
 	}

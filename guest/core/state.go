@@ -2,6 +2,7 @@ package core
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"strconv"
 	"unsafe"
@@ -74,8 +75,11 @@ func (g *Guard) readBindings(c *callCtx, principal, method, target, args, caps i
 	if args < 0 || p.kindOf(args) == jNull {
 		canon = append(canon, "{}"...)
 	} else {
-		var err *Error
-		if canon, err = p.appendCanonical(canon, args); err != nil {
+		err := p.checkExactNumbers(args)
+		if err == nil {
+			canon, err = p.appendCanonical(canon, args)
+		}
+		if err != nil {
 			return &Error{Code: CodeArgumentsMalformed, Message: "arguments: " + err.Message}
 		}
 	}
@@ -121,11 +125,15 @@ func appendImplicitOf(dst []byte, aud, principal, method, target, argsB64, up st
 type stateOut struct {
 	op    string
 	round int
-	ttl   int64
-	pend  []byte // JSON object: key -> {method, params[, base]}
-	ans   []byte // JSON object: key -> accepted answer, or nil
-	app   string // base64url progress bytes of the application
-	ups   string // the upstream's own requestState (upstream.* ops)
+	// upRound is, in a proxy's state, the round at which the upstream
+	// asked what is pending: the proxy's own re-asks keep it, so every
+	// state of one upstream round forwards under one ledger key.
+	upRound int
+	ttl     int64
+	pend    []byte // JSON object: key -> {method, params[, base]}
+	ans     []byte // JSON object: key -> accepted answer, or nil
+	app     string // base64url progress bytes of the application
+	ups     string // the upstream's own requestState (upstream.* ops)
 	// hasUps: the upstream sent a requestState, which may be "".
 	hasUps bool
 }
@@ -165,6 +173,10 @@ func (g *Guard) seal(dst []byte, c *callCtx, s *stateOut) []byte {
 		pl = append(pl, `,"up":`...)
 		pl = appendString(pl, c.up)
 	}
+	if c.up != "" {
+		pl = append(pl, `,"urd":`...)
+		pl = strconv.AppendInt(pl, int64(cmp.Or(s.upRound, s.round)), 10)
+	}
 	if s.hasUps {
 		pl = append(pl, `,"ups":`...)
 		pl = appendString(pl, s.ups)
@@ -184,6 +196,7 @@ type stateIn struct {
 	iat, exp int64
 	op       string
 	round    int
+	upRound  int // a proxy's state: see stateOut.upRound
 	pend     int32
 	ans      int32
 	app      string
@@ -311,6 +324,10 @@ func (g *Guard) readPayload(pt []byte) (*stateIn, *Error) {
 	st.op, ok3 = sp.string(sp.get(root, "op"))
 	rnd, ok4 := sp.int(sp.get(root, "rnd"))
 	st.round = int(rnd)
+	st.upRound = st.round
+	if urd, ok := sp.int(sp.get(root, "urd")); ok && urd >= 1 && urd <= rnd {
+		st.upRound = int(urd)
+	}
 	st.app, _ = sp.string(sp.get(root, "app"))
 	st.ups, st.hasUps = sp.string(sp.get(root, "ups"))
 	if !ok1 || !ok2 || !ok3 || !ok4 || sp.kindOf(st.pend) != jObject || (st.ans >= 0 && sp.kindOf(st.ans) != jObject) {

@@ -8,6 +8,11 @@ package core
 // message to forward: the client's request with the upstream's state put
 // back and the answers as the client sent them. The proxy parses neither.
 
+import (
+	"slices"
+	"strconv"
+)
+
 const (
 	maxUpstreamID          = 1024
 	metaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
@@ -131,27 +136,31 @@ func (g *Guard) upstreamResumeOp(root int32) *Error {
 	p := &g.p
 	token, ok := p.string(p.get(u.params, "requestState"))
 	if !ok || token == "" {
-		return newError(CodeRequestMalformed, "the client's request has no requestState to resume")
+		return newError(CodeRequestMalformed, "the request answers an input round without the requestState of that round: answers are taken only with it")
 	}
 	return g.resume(root, &c, token, p.get(u.params, "inputResponses"), &u)
 }
 
 // endForward adds, for upstream.resume, the message to send upstream to
-// the outcome just written: "forward" goes before the closing brace.
-func (g *Guard) endForward(u *upstreamMsg, st *stateIn) {
+// the outcome just written, and the upstream round it answers (the
+// ledger's key): "upstreamRound" and "forward" go before the closing
+// brace. fwd are the keys whose answers were checked.
+func (g *Guard) endForward(u *upstreamMsg, st *stateIn, fwd []string) {
 	if u == nil {
 		return
 	}
-	g.out = append(g.out[:len(g.out)-1], `,"forward":`...)
-	g.out = g.appendForward(g.out, u, st)
+	g.out = append(g.out[:len(g.out)-1], `,"upstreamRound":`...)
+	g.out = strconv.AppendInt(g.out, int64(st.upRound), 10)
+	g.out = append(g.out, `,"forward":`...)
+	g.out = g.appendForward(g.out, u, st, fwd)
 	g.end()
 }
 
 // appendForward appends the client's request with requestState replaced
 // by the upstream's own (dropped when it had none) and inputResponses
-// completed with the answers of the proxy's earlier rounds. Everything
+// holding the checked answers (see appendForwardResponses). Everything
 // else is the client's bytes.
-func (g *Guard) appendForward(dst []byte, u *upstreamMsg, st *stateIn) []byte {
+func (g *Guard) appendForward(dst []byte, u *upstreamMsg, st *stateIn, fwd []string) []byte {
 	p := &g.p
 	dst = append(dst, '{')
 	for i, m := range p.kids(u.msg) {
@@ -180,7 +189,7 @@ func (g *Guard) appendForward(dst []byte, u *upstreamMsg, st *stateIn) []byte {
 			case "requestState":
 				dst = appendString(dst, st.ups)
 			case "inputResponses":
-				dst = g.appendForwardResponses(dst, st, pm.val)
+				dst = g.appendForwardResponses(dst, st, pm.val, fwd)
 			default:
 				dst = append(dst, p.raw(pm.val)...)
 			}
@@ -190,29 +199,35 @@ func (g *Guard) appendForward(dst []byte, u *upstreamMsg, st *stateIn) []byte {
 	return append(dst, '}')
 }
 
-// appendForwardResponses appends the client's inputResponses (node resp)
-// as sent, preceded by the answers sealed in the proxy's earlier rounds for keys
-// the client did not answer again.
-func (g *Guard) appendForwardResponses(dst []byte, st *stateIn, resp int32) []byte {
+// appendForwardResponses appends the answers to forward: those sealed in
+// the proxy's earlier rounds (re-asks), then the client's responses to
+// the keys fwd, each as the client sent it. A sealed answer stands: the
+// client cannot replace it with one no one checked.
+func (g *Guard) appendForwardResponses(dst []byte, st *stateIn, resp int32, fwd []string) []byte {
 	p, sp := &g.p, &g.sp
-	if st.ans < 0 || sp.node(st.ans).n == 0 || p.kindOf(resp) != jObject {
+	if p.kindOf(resp) != jObject {
 		return append(dst, p.raw(resp)...)
 	}
 	dst = append(dst, '{')
 	first := true
-	for _, m := range sp.kids(st.ans) {
-		if p.get(resp, m.key) >= 0 {
-			continue
+	if st.ans >= 0 {
+		for _, m := range sp.kids(st.ans) {
+			if slices.Contains(fwd, m.key) {
+				continue
+			}
+			if !first {
+				dst = append(dst, ',')
+			}
+			first = false
+			dst = appendString(dst, m.key)
+			dst = append(dst, ':')
+			dst = sp.appendCompact(dst, m.val)
 		}
-		if !first {
-			dst = append(dst, ',')
-		}
-		first = false
-		dst = appendString(dst, m.key)
-		dst = append(dst, ':')
-		dst = sp.appendCompact(dst, m.val)
 	}
 	for _, m := range p.kids(resp) {
+		if !slices.Contains(fwd, m.key) {
+			continue
+		}
 		if !first {
 			dst = append(dst, ',')
 		}
