@@ -284,6 +284,17 @@ func (p *Proxy) forwardLegacy(ctx context.Context, ss *mcp.ServerSession, extra 
 	if target != "" {
 		h.Set("Mcp-Name", encodeHeader(target))
 	}
+	if method == "tools/call" {
+		// The Mcp-Param-* headers a 2026-07-28 client sends (an upstream
+		// of that era checks them), checked as such a client's are.
+		params := p.paramHeaders(ctx, in, principal, target)
+		mcphttp.SetParamHeaders(h, m.Arguments(), params)
+		check := h.Clone()
+		check.Set("Mcp-Name", target)
+		if jerr := mcphttp.CheckHeaders(check, m, params); jerr != nil {
+			return nil, jerr
+		}
+	}
 	s := &sessionSink{ctx: ctx, ss: ss, token: token, p: p}
 	p.Handle(ctx, m, body, h, principal, s)
 	var r struct {

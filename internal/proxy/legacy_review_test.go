@@ -404,3 +404,50 @@ func TestStdioClientNotificationReachesLegacySession(t *testing.T) {
 	}
 	rec.check(t)
 }
+
+// TestLegacyClientCallsParamHeaderTool: a 2025-11-25 client calls a tool
+// whose argument a 2026-07-28 upstream (the Go SDK's, which checks them)
+// wants also as an Mcp-Param-* header: the proxy sends the headers such a
+// client would, from the arguments; an argument also spelt in another
+// case is refused, as it is for a 2026-07-28 client.
+func TestLegacyClientCallsParamHeaderTool(t *testing.T) {
+	up := mcp.NewServer(&mcp.Implementation{Name: "up", Version: "1"}, nil)
+	var mu sync.Mutex
+	var got []string
+	up.AddTool(&mcp.Tool{Name: "lookup", InputSchema: json.RawMessage(`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"},"n":{"type":"integer","x-mcp-header":"N"},"opts":{"type":"object","properties":{"fast":{"type":"boolean","x-mcp-header":"Fast"}}}}}`)},
+		func(_ context.Context, r *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			mu.Lock()
+			got = append(got, r.Extra.Header.Get("Mcp-Param-Region")+"|"+r.Extra.Header.Get("Mcp-Param-N")+"|"+r.Extra.Header.Get("Mcp-Param-Fast"))
+			mu.Unlock()
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "found"}}}, nil
+		})
+	ups := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return up }, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true}))
+	t.Cleanup(ups.Close)
+	base, _ := newProxy(t, newGuard(t), httpUpstream(t, ups.URL))
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "legacy-client", Version: "1"}, nil).Connect(context.Background(),
+		&mcp.StreamableClientTransport{Endpoint: base + "/mcp"}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	for _, args := range []map[string]any{
+		{"region": "eu", "n": 3, "opts": map[string]any{"fast": true}},
+		{"region": " zürich "},
+		{},
+	} {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "lookup", Arguments: args})
+		if err != nil || res.IsError {
+			t.Fatalf("%v: %v %+v", args, err, res)
+		}
+	}
+	mu.Lock()
+	want := []string{"eu|3|true", "=?base64?IHrDvHJpY2gg?=||", "||"}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("the upstream saw headers %q, want %q", got, want)
+	}
+	mu.Unlock()
+	_, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "lookup", Arguments: map[string]any{"region": "eu", "REGION": "us"}})
+	if err == nil || !strings.Contains(err.Error(), "differ only in case") {
+		t.Fatalf("case variants: %v", err)
+	}
+}

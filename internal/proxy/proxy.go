@@ -260,16 +260,9 @@ func (p *Proxy) upstreamHeaders(in http.Header, principal string) http.Header {
 	return h
 }
 
-// encodeHeader puts a value that is not printable ASCII in the
-// =?base64?…?= form (Check decoded it).
-func encodeHeader(v string) string {
-	for i := 0; i < len(v); i++ {
-		if v[i] < 0x20 || v[i] > 0x7e {
-			return "=?base64?" + b64std(v) + "?="
-		}
-	}
-	return v
-}
+// encodeHeader puts a value that is not printable ASCII, or that HTTP
+// would trim, in the =?base64?…?= form (Check decoded it).
+func encodeHeader(v string) string { return mcphttp.EncodeHeader(v) }
 
 // Sink receives what goes back to the client for one request: messages
 // that arrive before the response (notifications), then the response.
