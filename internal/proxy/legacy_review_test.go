@@ -451,3 +451,33 @@ func TestLegacyClientCallsParamHeaderTool(t *testing.T) {
 		t.Fatalf("case variants: %v", err)
 	}
 }
+
+// TestLegacyUpstreamPingAnswered: a 2025-era upstream's ping in the middle
+// of a call is answered with an empty result (not refused), and the call
+// goes on.
+func TestLegacyUpstreamPingAnswered(t *testing.T) {
+	up := &scriptedLegacy{sent: make(chan []byte, 4)}
+	up.call = func(ctx context.Context, msg []byte, on func([]byte) error) ([]byte, error) {
+		_ = on([]byte(`{"jsonrpc":"2.0","id":"ping-1","method":"ping"}`))
+		select {
+		case reply := <-up.sent:
+			var r struct {
+				ID     string          `json:"id"`
+				Result json.RawMessage `json:"result"`
+			}
+			if json.Unmarshal(reply, &r) != nil || r.ID != "ping-1" || string(r.Result) != "{}" {
+				return []byte(`{"jsonrpc":"2.0","id":` + idOf(msg) + `,"result":{"content":[{"type":"text","text":"ping answered with ` + strconv.Quote(string(reply))[1:] + `}]}}`), nil
+			}
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		return []byte(`{"jsonrpc":"2.0","id":` + idOf(msg) + `,"result":{"content":[{"type":"text","text":"pong"}]}}`), nil
+	}
+	p, err := New(Config{Guard: newGuard(t), Upstream: up})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := handleTool(t, p, "alice", "t", `{}`, ""); r.Error != nil || !strings.Contains(string(r.Result), "pong") {
+		t.Fatalf("%+v %s", r.Error, r.Result)
+	}
+}

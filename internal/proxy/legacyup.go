@@ -140,6 +140,13 @@ func (p *Proxy) awaitLegacy(ctx context.Context, m *mcphttp.Message, body []byte
 			}
 			continue
 		}
+		if r.Method == "ping" {
+			// Liveness, not a question: the proxy answers it.
+			if err := p.cfg.Upstream.Send(upstream.WithPrincipal(ctx, lc.principal), []byte(`{"jsonrpc":"2.0","id":`+string(r.ID)+`,"result":{}}`), lc.h); err != nil {
+				p.log.Warn("legacy upstream: the answer to its ping could not be sent", "error", errText(err))
+			}
+			continue
+		}
 		kind, ok := inputKind(r.Method)
 		if !ok {
 			p.refuseServerRequest(ctx, ev.raw, lc.h)
