@@ -675,14 +675,11 @@ func (g *Guard) Resume(ctx context.Context, req *Request) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	n, err := g.policyResume(ctx, req)
+	lim, err := g.policyResume(ctx, req)
 	if err != nil {
 		return nil, err
 	}
-	if n > 0 {
-		env = append(env, `,"maxRounds":`...)
-		env = strconv.AppendInt(env, int64(n), 10)
-	}
+	env = g.appendResumeLimits(env, lim)
 	env = append(env, '}')
 	var r response
 	if err := g.call(ctx, env, &r); err != nil {

@@ -189,16 +189,31 @@ func (g *Guard) policyAsk(ctx context.Context, req *Request, inputs []InputReque
 
 // policyResume returns the round limit the policy sets for a resume (0:
 // the guard's own), or the error that refuses it.
-func (g *Guard) policyResume(ctx context.Context, req *Request) (int, error) {
+func (g *Guard) policyResume(ctx context.Context, req *Request) (askOptions, error) {
 	p := g.cfg.policy
 	if p == nil {
-		return 0, nil
+		return askOptions{}, nil
 	}
 	d, err := p.Resume(ctx, g.policyQuery(req, nil))
 	if err := denied(d, err); err != nil {
-		return 0, err
+		return askOptions{}, err
 	}
-	return d.MaxRounds, nil
+	return askOptions{maxRounds: d.MaxRounds, ttl: d.TTL}, nil
+}
+
+// appendResumeLimits adds the policy's limits for a resume to env: the
+// round limit, and the TTL a re-ask is sealed with (as on ask, never
+// longer than the guard's own).
+func (g *Guard) appendResumeLimits(env []byte, o askOptions) []byte {
+	if o.maxRounds > 0 {
+		env = append(env, `,"maxRounds":`...)
+		env = strconv.AppendInt(env, int64(o.maxRounds), 10)
+	}
+	if o.ttl >= time.Second && o.ttl < g.cfg.ttl {
+		env = append(env, `,"ttl":`...)
+		env = strconv.AppendInt(env, int64(o.ttl/time.Second), 10)
+	}
+	return env
 }
 
 func denied(d *PolicyDecision, err error) error {

@@ -123,7 +123,8 @@ func writePolicy(t *testing.T, data string) string {
 const oneRoundData = `{"version":1,"limits":{"max_rounds":{"min":1,"max":5},"ttl_seconds":{"min":30,"max":900}},
  "forbidden_classes":["secret"],
  "default":{"kinds":["form"],"classes":["contact.name","contact.email"],"max_rounds":3,"ttl_seconds":300},
- "tools":{"quick":{"kinds":["form"],"classes":["contact.name","contact.email"],"max_rounds":1,"ttl_seconds":60}}}`
+ "tools":{"quick":{"kinds":["form"],"classes":["contact.name","contact.email"],"max_rounds":1,"ttl_seconds":60},
+  "brief":{"kinds":["form"],"classes":["contact.name","contact.email"],"max_rounds":3,"ttl_seconds":60}}}`
 
 // The policy's round limit and TTL reach the guard: on ask (the TTL
 // sealed in the state) and on resume (the round limit).
@@ -176,7 +177,25 @@ func TestPolicyRoundsAndTTL(t *testing.T) {
 		req.InputResponses = json.RawMessage(`{"c":{"action":"accept","content":{"name":"Ann","email":"ann@example.com"}}}`)
 		states[tool] = req
 	}
+	// A re-ask is sealed with the tool's TTL too, not the guard's.
+	req := toolRequest("brief")
+	ir, err := g.Ask(ctx, req, []host.InputRequest{host.Form("c", "Who?", contactSchema)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.RequestState, req.InputResponses = ir.RequestState, bad
+	out, err := g.Resume(ctx, req)
+	if err != nil || out.Status != host.InputRequired {
+		t.Fatalf("brief after a wrong answer: %v %v", out, err)
+	}
+	req.RequestState = out.InputRequired.RequestState
+	req.InputResponses = json.RawMessage(`{"c":{"action":"accept","content":{"name":"Ann","email":"ann@example.com"}}}`)
+	states["brief re-asked"] = req
+
 	now.Add(int64(90 * time.Second))
+	if _, err := g.Resume(ctx, states["brief re-asked"]); !errors.Is(err, host.ErrInvalidState) {
+		t.Errorf("brief's re-ask after 90 s: %v, want an expired state", err)
+	}
 	if _, err := g.Resume(ctx, states["quick"]); !errors.Is(err, host.ErrInvalidState) {
 		t.Errorf("quick after 90 s: %v, want an expired state", err)
 	}

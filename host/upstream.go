@@ -316,14 +316,11 @@ func (g *Guard) UpstreamResume(ctx context.Context, c *UpstreamCall) (*UpstreamO
 	if err != nil {
 		return nil, err
 	}
-	n, err := g.policyResume(ctx, &Request{Principal: c.Principal, Method: c.Method, Target: c.Target, Scopes: c.Scopes, Claims: c.Claims})
+	lim, err := g.policyResume(ctx, &Request{Principal: c.Principal, Method: c.Method, Target: c.Target, Scopes: c.Scopes, Claims: c.Claims})
 	if err != nil {
 		return nil, err
 	}
-	if n > 0 {
-		env = append(env, `,"maxRounds":`...)
-		env = strconv.AppendInt(env, int64(n), 10)
-	}
+	env = g.appendResumeLimits(env, lim)
 	env = append(env, '}')
 	var r upstreamResponse
 	if err := g.callInto(ctx, env, &r); err != nil {
