@@ -526,6 +526,8 @@ func genLint(t *testing.T) *gen {
 	params("url http public", `{"mode":"url","message":"Connect","url":"http://crm.example.com/connect"}`, "error mrtr.url.not_https")
 	params("url with user info", `{"mode":"url","message":"Connect","url":"https://user:pw@crm.example.com/"}`, "error mrtr.url.credentials")
 	params("url with a token parameter", `{"mode":"url","message":"Connect","url":"https://crm.example.com/connect?access_token=abc"}`, "error mrtr.url.credentials")
+	params("form whose message asks for a secret in its one opaque field", `{"message":"Enter your online-banking password below","requestedSchema":{"type":"object","properties":{"value":{"type":"string"}}}}`, "error mrtr.form.secret_field value")
+	params("form whose message mentions a password beside a field that says what it is", `{"message":"Why do you want to reset your password?","requestedSchema":{"type":"object","properties":{"reason":{"type":"string"}}}}`)
 	params("url with a token parameter behind ';'", `{"mode":"url","message":"Connect","url":"https://crm.example.com/connect?x=1;access_token=abc"}`, "error mrtr.url.credentials")
 	params("url with a token in a fragment that does not parse", `{"mode":"url","message":"Connect","url":"https://crm.example.com/connect#access_token=abc&x=;"}`, "error mrtr.url.credentials")
 	params("url with ';' between plain parameters", `{"mode":"url","message":"Connect","url":"https://crm.example.com/connect?state=7f3a;step=2"}`)

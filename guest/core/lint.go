@@ -200,7 +200,30 @@ func (g *Guard) lintFormParams(p *parser, params int32) findings {
 	}
 	e := g.formFor(p, schema)
 	fs = append(fs, e.findings...)
+	if msg, ok := p.string(p.get(params, "message")); ok && !fs.hasError() {
+		secretInMessage(p, schema, e, msg, &fs)
+	}
 	return append(fs, defaultFindings(p, schema, e)...)
+}
+
+// secretInMessage applies the secret rule to a form of one text field
+// that has no description: the message is then all the user reads about
+// what to type ("Enter your online-banking password below" over a field
+// named "value"), so it is read as that field's description.
+func secretInMessage(p *parser, schema int32, e *formEntry, msg string, fs *findings) {
+	if len(e.props) != 1 || e.props[0].typ != "string" {
+		return
+	}
+	name := e.props[0].name
+	v := p.get(p.get(schema, "properties"), name)
+	info := fieldInfoOf(p, name, "string", v)
+	if info.Description != "" {
+		return
+	}
+	info.Description = msg
+	if class, why := detectSecret(&info); class != secretNone {
+		fs.add(CodeFormSecretField, name, "the form's message asks for a secret in field "+quote(name)+" ("+string(class)+": "+why+"); forms must never collect secrets: use a URL-mode elicitation (mode \"url\") to a page you serve")
+	}
 }
 
 // lintSchema checks a requestedSchema against the 2026-07-28 form subset
