@@ -134,6 +134,11 @@ func (p *PerPrincipal) get(ctx context.Context, principal string) (*Stdio, func(
 		return nil, nil, err
 	}
 	p.mu.Lock()
+	if p.closed { // Close came while the child started: it is not Close's to stop
+		p.mu.Unlock()
+		_ = s.Close()
+		return nil, nil, Errorf(CodeClosed, "the upstream is closed", nil)
+	}
 	if c, ok := p.children[principal]; ok { // started meanwhile by another call
 		c.inflight++
 		p.mu.Unlock()
