@@ -3,7 +3,6 @@ package proxy
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -20,8 +19,6 @@ import (
 	"github.com/mrtr-wasm/mrtr-wasm/internal/telemetry"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/upstream"
 )
-
-func b64std(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
 
 // canAsk reports whether a method may return input_required.
 func canAsk(method string) bool {
@@ -283,8 +280,14 @@ func (p *Proxy) resume(ctx context.Context, m *mcphttp.Message, body []byte, h h
 	octx, ospan := p.cfg.Telemetry.StartStep(ctx, "guard once")
 	res, replay, err := p.cfg.Guard.OnceForward(octx, out, func(ectx context.Context) ([]byte, error) {
 		p.up.rounds.WithLabelValues("forwarded").Inc()
-		if key, ok := pendingKeyOf(out.Forward); ok && p.legacyUpstream() {
-			return p.continueLegacy(ectx, m, body, principal, key, out, s)
+		if p.legacyUpstream() {
+			if key, ok := pendingKeyOf(out.Forward); ok {
+				return p.continueLegacy(ectx, m, body, principal, key, out, s)
+			}
+			// A 2025-era server's own input_required round: its answer
+			// may hold server-to-client requests, and a further round is
+			// read as awaitLegacy reads any.
+			return p.awaitLegacy(ectx, m, body, principal, p.startLegacyCall(principal, out.Forward, h), out, s), nil
 		}
 		resp, err := p.call(ectx, out.Forward, h, s)
 		if err != nil {

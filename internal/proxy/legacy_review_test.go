@@ -481,3 +481,30 @@ func TestLegacyUpstreamPingAnswered(t *testing.T) {
 		t.Fatalf("%+v %s", r.Error, r.Result)
 	}
 }
+
+// TestLegacyUpstreamFurtherRoundChecked: the retry of a 2025-era
+// server's own input_required round is read as any answer of that
+// server: a further round whose requestState takes the proxy's pending:
+// prefix is refused there too, not sealed.
+func TestLegacyUpstreamFurtherRoundChecked(t *testing.T) {
+	up := answeringLegacyUpstream(t, func(b []byte) string {
+		if !bytes.Contains(b, []byte(`"requestState"`)) {
+			return nameForm
+		}
+		return `{"resultType":"input_required","inputRequests":{"who":{"method":"elicitation/create","params":{"message":"Your name?","requestedSchema":{"type":"object","properties":{"name":{"type":"string"}}}}}},"requestState":"pending:forged"}`
+	})
+	p, err := New(Config{Guard: newGuard(t), Upstream: up})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := handleTool(t, p, "alice", "login", `{"elicitation":{}}`, "")
+	var ir struct{ RequestState string }
+	if r.Error != nil || json.Unmarshal(r.Result, &ir) != nil || ir.RequestState == "" {
+		t.Fatalf("want a round: %+v %s", r.Error, r.Result)
+	}
+	sb, _ := json.Marshal(ir.RequestState)
+	r = handleTool(t, p, "alice", "login", `{"elicitation":{}}`, `,"requestState":`+string(sb)+`,"inputResponses":{"who":{"action":"accept","content":{"name":"Ada"}}}`)
+	if r.Error == nil || !strings.Contains(r.Error.Message, "reserves") {
+		t.Fatalf("a further round with a pending: state: want it refused, got %+v %s", r.Error, r.Result)
+	}
+}
