@@ -100,6 +100,19 @@ func TestUsage(t *testing.T) {
 	if code, _, stderr := runCLI(t, "proxy", "--tools-min-ttl", "-1s", "--", "true"); code != exitUsage || !strings.Contains(stderr, "--tools-min-ttl") {
 		t.Errorf("proxy --tools-min-ttl -1s: %d %q", code, stderr)
 	}
+	// A limit that a negative or zero value would turn off is refused.
+	for _, args := range [][]string{
+		{"serve", "--session-idle", "-1s"},
+		{"serve", "--max-sessions", "-1"},
+		{"serve", "--state-ttl", "0s"},
+		{"proxy", "--session-idle", "-1s", "--", "true"},
+		{"proxy", "--max-children", "0", "--", "true"},
+		{"proxy", "--upstream-timeout", "-1s", "--", "true"},
+	} {
+		if code, _, stderr := runCLI(t, args...); code != exitUsage || !strings.Contains(stderr, args[1]) {
+			t.Errorf("%v: %d %q", args, code, stderr)
+		}
+	}
 }
 
 // TestUsageNamesEveryCommand: usage and the package doc name every command

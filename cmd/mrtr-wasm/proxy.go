@@ -103,6 +103,13 @@ func parseProxy(args []string, stderr io.Writer) (*proxyOptions, error) {
 		return nil, errors.New("--stdio needs the upstream as a stdio child: -- CMD ARGS")
 	case o.toolsMinTTL < 0 || o.toolsMinTTL > time.Minute:
 		return nil, errors.New("--tools-min-ttl must be between 0 and 1m")
+	case o.upstreamTimeout <= 0, o.childIdle <= 0:
+		return nil, errors.New("--upstream-timeout and --child-idle must be positive")
+	case o.maxChildren <= 0, o.upstreamMaxBody <= 0:
+		return nil, errors.New("--max-children and --upstream-max-body must be positive")
+	}
+	if err := o.checkBounds(); err != nil {
+		return nil, err
 	}
 	if o.engine != "wasm" && o.engine != "native" {
 		return nil, fmt.Errorf("--engine must be wasm or native")

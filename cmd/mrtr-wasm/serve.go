@@ -45,6 +45,27 @@ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, or OTEL_TRACES_EXPORTER=otlp).
 flags:
 `
 
+// checkBounds refuses shared flags whose value would turn a limit off: a
+// negative --session-idle, for one, would keep sessions for ever.
+func (o *serveOptions) checkBounds() error {
+	var errs []error
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"--state-ttl", o.stateTTL}, {"--session-idle", o.sessionIdle}} {
+		if d.v <= 0 {
+			errs = append(errs, fmt.Errorf("%s must be positive (got %s)", d.name, d.v))
+		}
+	}
+	if o.shutdown < 0 {
+		errs = append(errs, fmt.Errorf("--shutdown-timeout must not be negative (got %s)", o.shutdown))
+	}
+	if o.maxSessions <= 0 {
+		errs = append(errs, fmt.Errorf("--max-sessions must be positive (got %d)", o.maxSessions))
+	}
+	return errors.Join(errs...)
+}
+
 // addSharedFlags registers the flags serve and proxy share (they mean the
 // same thing in both).
 func addSharedFlags(fs *flag.FlagSet, o *serveOptions) {
@@ -101,6 +122,9 @@ func parseServe(args []string, stderr io.Writer) (*serveOptions, error) {
 	}
 	if o.engine != "wasm" && o.engine != "native" {
 		return nil, fmt.Errorf("--engine must be wasm or native")
+	}
+	if err := o.checkBounds(); err != nil {
+		return nil, err
 	}
 	if err := o.identity.Validate(); err != nil {
 		return nil, err
