@@ -122,20 +122,35 @@ func (u *HTTP) newRequest(ctx context.Context, msg []byte, h http.Header) (*http
 
 // Call posts msg and returns the response to it; see Upstream.
 func (u *HTTP) Call(ctx context.Context, msg []byte, h http.Header, onMessage func(raw []byte) error) ([]byte, error) {
+	caller := ctx
 	if !isStream(ctx) {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, u.timeout)
 		defer cancel()
 	}
 	out, err := u.call(ctx, msg, h, onMessage)
+	u.noteHealth(caller, err)
 	if err != nil {
-		if e, ok := AsError(err); ok && (e.Code == CodeUnavailable || e.Code == CodeTimeout) {
-			u.down.Store(e)
-		}
 		return nil, err
 	}
-	u.down.Store(nil)
 	return out, nil
+}
+
+// noteHealth records how a call ended for Health: a success clears the
+// last failure; a failure to reach the upstream or a timeout of its own
+// is kept. A call whose caller went away (its context cancelled, or its
+// own deadline passed) says nothing about the upstream and changes nothing.
+func (u *HTTP) noteHealth(caller context.Context, err error) {
+	if err == nil {
+		u.down.Store(nil)
+		return
+	}
+	if caller.Err() != nil {
+		return
+	}
+	if e, ok := AsError(err); ok && (e.Code == CodeUnavailable || e.Code == CodeTimeout) {
+		u.down.Store(e)
+	}
 }
 
 func (u *HTTP) call(ctx context.Context, msg []byte, h http.Header, onMessage func(raw []byte) error) ([]byte, error) {

@@ -129,8 +129,15 @@ func (l *LegacyHTTP) Call(ctx context.Context, msg []byte, h http.Header, onMess
 			return next(raw)
 		}
 	}
+	caller := ctx
 	ctx, cancel := context.WithTimeout(ctx, l.timeout)
 	defer cancel()
+	b, err := l.call(ctx, msg, h, onMessage)
+	l.noteHealth(caller, err)
+	return b, err
+}
+
+func (l *LegacyHTTP) call(ctx context.Context, msg []byte, h http.Header, onMessage func(raw []byte) error) ([]byte, error) {
 	p := principalOf(ctx)
 	for try := 0; ; try++ {
 		sid, err := l.session(ctx, p, try > 0)
