@@ -6,7 +6,9 @@ package core
 import (
 	"bytes"
 	"math"
+	"math/big"
 	"math/rand/v2"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -285,3 +287,29 @@ func TestArgumentNumbersBoundExactly(t *testing.T) {
 		}
 	}
 }
+
+// FuzzSameDecimal checks sameDecimal against math/big's exact rationals
+// on pairs of JSON numbers.
+func FuzzSameDecimal(f *testing.F) {
+	for _, s := range [][2]string{{"1", "1.0"}, {"100", "1e2"}, {"1E+2", "100.00"}, {"-0", "0"}, {"0.1", "1e-1"},
+		{"9007199254740993", "9.007199254740992e+15"}, {"1.0000000000000001", "1e+00"}, {"5e-324", "4.9e-324"}, {"-2.50", "-2.5e0"}} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, a, b string) {
+		for _, s := range []string{a, b} {
+			if len(s) > 40 || !jsonNumberRE.MatchString(s) {
+				return
+			}
+		}
+		ra, ok1 := new(big.Rat).SetString(a)
+		rb, ok2 := new(big.Rat).SetString(b)
+		if !ok1 || !ok2 {
+			t.Skip()
+		}
+		if got, want := sameDecimal(a, b), ra.Cmp(rb) == 0; got != want {
+			t.Fatalf("sameDecimal(%s, %s) = %v, big.Rat says %v", a, b, got, want)
+		}
+	})
+}
+
+var jsonNumberRE = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]{1,3})?$`)
