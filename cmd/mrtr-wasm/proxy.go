@@ -126,7 +126,10 @@ func parseHeaders(list []string) (http.Header, error) {
 	for i, v := range list {
 		name, val, ok := strings.Cut(v, ":")
 		name = strings.TrimSpace(name)
-		if !ok || name == "" || strings.ContainsAny(name, " \t\r\n") || strings.ContainsAny(val, "\r\n") {
+		// A name that is not an HTTP token would fail each request with an
+		// error that quotes it, and a mistyped flag's "name" may be a
+		// secret ("TOKEN=sk-…:…"): refuse it here, by number.
+		if !ok || !headerToken(name) || strings.ContainsAny(val, "\r\n") {
 			return nil, fmt.Errorf("--upstream-header number %d is not \"Name: value\"", i+1)
 		}
 		switch strings.ToLower(name) {
@@ -136,6 +139,20 @@ func parseHeaders(list []string) (http.Header, error) {
 		h.Add(name, strings.TrimSpace(val))
 	}
 	return h, nil
+}
+
+// headerToken reports whether name is an HTTP field name (RFC 9110 token).
+func headerToken(name string) bool {
+	if name == "" {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return true
 }
 
 func runProxy(args []string, stdout, stderr io.Writer) int {

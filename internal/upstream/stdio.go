@@ -1148,29 +1148,32 @@ func StdioEnv(set, pass []string, lookup func(string) (string, bool)) ([]string,
 		}
 		env[k] = v
 	}
-	check := func(name, flag string) error {
+	// Errors name a setting by its place on the command line, never by
+	// its text: a mistyped one may be the secret itself (--upstream-env
+	// "$TOKEN").
+	check := func(name, flag string, i int) error {
 		if name == "" || strings.ContainsAny(name, "=\x00") {
-			return fmt.Errorf("%s: %q is not a variable name", flag, name)
+			return fmt.Errorf("%s number %d is not a variable name", flag, i+1)
 		}
 		if name == "MRTR_KEYS" {
 			return fmt.Errorf("%s: MRTR_KEYS is the proxy's own keys and is never passed to the upstream", flag)
 		}
 		return nil
 	}
-	for _, p := range pass {
-		if err := check(p, "--upstream-env-pass"); err != nil {
+	for i, p := range pass {
+		if err := check(p, "--upstream-env-pass", i); err != nil {
 			return nil, err
 		}
 		if v, ok := lookup(p); ok {
 			put(p, v)
 		}
 	}
-	for _, kv := range set {
+	for i, kv := range set {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok {
-			return nil, fmt.Errorf("--upstream-env: want NAME=VALUE, got a value without '=' for %q", k)
+			return nil, fmt.Errorf("--upstream-env number %d is not NAME=VALUE (it has no '=')", i+1)
 		}
-		if err := check(k, "--upstream-env"); err != nil {
+		if err := check(k, "--upstream-env", i); err != nil {
 			return nil, err
 		}
 		if strings.ContainsRune(v, 0) {
