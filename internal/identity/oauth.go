@@ -132,7 +132,17 @@ func getJSON(ctx context.Context, client *http.Client, where string, v any) erro
 		return err
 	}
 	req.Header.Set("Accept", "application/json")
-	res, err := client.Do(req)
+	c := *client
+	c.CheckRedirect = func(r *http.Request, via []*http.Request) error {
+		// A redirect must meet the rules the issuer's URL met (https, or
+		// http on loopback).
+		if len(via) >= 5 {
+			return errors.New("too many redirects")
+		}
+		_, err := CheckURL("a redirect", r.URL.String())
+		return err
+	}
+	res, err := c.Do(req)
 	if err != nil {
 		return fmt.Errorf("GET %s: %w", where, err)
 	}
@@ -258,7 +268,10 @@ func (v *Verifier) refetch(ctx context.Context) bool {
 	if !v.limiter.Allow() {
 		return false
 	}
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	// Not the caller's context: a caller that hangs up would cancel the
+	// fetch after taking the limiter's slot, and forged tokens from
+	// callers that hang up at once could then keep a rotated-in key out.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	return v.fetch(ctx) == nil
 }

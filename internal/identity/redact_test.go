@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"testing"
 
+	"golang.org/x/oauth2"
+
 	"github.com/mrtr-wasm/mrtr-wasm/internal/redact/redacttest"
 )
 
@@ -16,4 +18,11 @@ func TestTokensRedaction(t *testing.T) {
 	}
 	d := sha256.Sum256([]byte(tok))
 	redacttest.Check(t, *tokens, []string{tok, string(d[:6])}, nil, "1 tokens")
+}
+
+// The sign-in client shows its id, never its secret.
+func TestLoginRedaction(t *testing.T) {
+	const secret = "client-secret-0123456789abcdef"
+	l := &Login{cfg: oauth2.Config{ClientID: "crm-web", ClientSecret: secret}, clientID: "crm-web"}
+	redacttest.Check(t, l, []string{secret}, nil, "crm-web")
 }
