@@ -65,7 +65,7 @@ type pendingRounds struct{ m sync.Map } // key -> *legacyCall
 // outlives the client's request while a round waits) and streams what
 // comes back.
 func (p *Proxy) startLegacyCall(principal string, msg []byte, h http.Header) *legacyCall {
-	ctx, cancel := context.WithTimeout(upstream.WithPrincipal(context.Background(), principal), p.cfg.PendingTTL+time.Minute)
+	ctx, cancel := context.WithTimeout(upstream.WithRounds(upstream.WithPrincipal(context.Background(), principal)), p.cfg.PendingTTL+time.Minute)
 	lc := &legacyCall{events: make(chan upEvent, 16), cancel: cancel, h: h, principal: principal}
 	go func() {
 		defer cancel()

@@ -378,7 +378,7 @@ func transportError(ctx context.Context, err error) error {
 	if errors.As(err, &ue) {
 		err = ue.Err
 	}
-	if errors.Is(err, context.DeadlineExceeded) || ctx.Err() == context.DeadlineExceeded {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
 		return Errorf(CodeTimeout, "the upstream did not answer in time", err)
 	}
 	if errors.Is(err, context.Canceled) {

@@ -117,6 +117,9 @@ func legacyHeader(h http.Header, sid string) http.Header {
 // is opened again once.
 func (l *LegacyHTTP) Call(ctx context.Context, msg []byte, h http.Header, onMessage func(raw []byte) error) ([]byte, error) {
 	msg = withoutModernMeta(msg)
+	caller := ctx
+	ctx, onMessage, cancel := callTimeout(ctx, l.timeout, onMessage)
+	defer cancel()
 	if !l.roots && onMessage != nil {
 		next := onMessage
 		onMessage = func(raw []byte) error {
@@ -129,9 +132,6 @@ func (l *LegacyHTTP) Call(ctx context.Context, msg []byte, h http.Header, onMess
 			return next(raw)
 		}
 	}
-	caller := ctx
-	ctx, cancel := context.WithTimeout(ctx, l.timeout)
-	defer cancel()
 	b, err := l.call(ctx, msg, h, onMessage)
 	l.noteHealth(caller, err)
 	return b, err

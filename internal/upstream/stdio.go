@@ -294,7 +294,7 @@ func (s *Stdio) current(ctx context.Context) (*child, error) {
 }
 
 func ctxError(ctx context.Context, msg string) error {
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+	if errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
 		return Errorf(CodeTimeout, msg, ctx.Err())
 	}
 	return ctx.Err()
@@ -545,11 +545,8 @@ func (s *Stdio) Call(ctx context.Context, msg []byte, h http.Header, onMessage f
 	if err != nil || m.method == "" || !m.hasID {
 		return nil, fmt.Errorf("upstream: Call needs a JSON-RPC request: %w", errOr(err, "no method or no id"))
 	}
-	if s.cfg.CallTimeout > 0 && !isStream(ctx) {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, s.cfg.CallTimeout)
-		defer cancel()
-	}
+	ctx, onMessage, cancel := callTimeout(ctx, s.cfg.CallTimeout, onMessage)
+	defer cancel()
 	tp := ""
 	if h != nil {
 		tp = h.Get("traceparent")

@@ -1,10 +1,12 @@
 package upstream
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
+	"time"
 )
 
 // Upstream is one MCP server the proxy forwards to. Implementations are
@@ -127,4 +129,56 @@ func AsStream(ctx context.Context) context.Context {
 func isStream(ctx context.Context) bool {
 	v, _ := ctx.Value(streamKey{}).(bool)
 	return v
+}
+
+type roundsKey struct{}
+
+// WithRounds marks ctx for a call to an upstream of the 2025 era whose
+// server-to-client requests become input rounds, each waiting for a
+// client's answer for as long as ctx allows (the proxy's PendingTTL): the
+// upstream timeout then bounds the call only until the upstream first asks
+// the client something, not the time the user takes to answer. ctx itself
+// still bounds the whole call.
+func WithRounds(ctx context.Context) context.Context {
+	return context.WithValue(ctx, roundsKey{}, true)
+}
+
+func hasRounds(ctx context.Context) bool {
+	v, _ := ctx.Value(roundsKey{}).(bool)
+	return v
+}
+
+// callTimeout bounds a call's ctx by the upstream timeout d (none when d
+// is 0 or the call is a stream, see AsStream). For a call WithRounds the
+// bound ends at the first server-to-client request that reaches
+// onMessage; the ctx it returns then ends with the caller's alone. Its
+// cause on expiry is context.DeadlineExceeded either way (ctxError and
+// transportError read the cause).
+func callTimeout(ctx context.Context, d time.Duration, onMessage func([]byte) error) (context.Context, func([]byte) error, context.CancelFunc) {
+	switch {
+	case d <= 0 || isStream(ctx):
+		return ctx, onMessage, func() {}
+	case !hasRounds(ctx) || onMessage == nil:
+		ctx, cancel := context.WithTimeout(ctx, d)
+		return ctx, onMessage, cancel
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	t := time.AfterFunc(d, func() { cancel(context.DeadlineExceeded) })
+	on := func(raw []byte) error {
+		if isServerRequest(raw) {
+			t.Stop() // a round: from now on the caller's ctx bounds it
+		}
+		return onMessage(raw)
+	}
+	return ctx, on, func() { t.Stop(); cancel(context.Canceled) }
+}
+
+// isServerRequest reports whether raw is a JSON-RPC request (an id and a
+// method), as a server-to-client request is.
+func isServerRequest(raw []byte) bool {
+	if !bytes.Contains(raw, []byte(`"method"`)) {
+		return false
+	}
+	m, err := parseMessage(raw)
+	return err == nil && m.hasID && m.method != ""
 }
