@@ -72,8 +72,8 @@ func WithLedgerWait(d time.Duration) Option { return func(c *config) { c.ledgerW
 // (default 30 s). Once ends the effect's context when the lease ends.
 func WithLedgerLease(d time.Duration) Option { return func(c *config) { c.ledgerLease = d } }
 
-// WithLedgerMargin is added to the state's lifetime to get how long a
-// finished operation is remembered (default 1 min, for clock skew
+// WithLedgerMargin is added to the operation's lifetime to get how long
+// a finished operation is remembered (default 1 min, for clock skew
 // between instances; must be positive).
 func WithLedgerMargin(d time.Duration) Option { return func(c *config) { c.ledgerMargin = d } }
 
@@ -189,7 +189,7 @@ func (g *Guard) runClaimed(ctx context.Context, l *onceLedger, op string, fp led
 		res = []byte{}
 	}
 	finished = true
-	ttl := g.cfg.ttl + l.margin
+	ttl := g.rememberFor()
 	for attempt := 0; ; attempt++ {
 		fctx, cancel := l.bound(bg)
 		err = l.Finish(fctx, op, token, fp, res, ttl)
@@ -321,4 +321,15 @@ func answersKey(o *Outcome) (ledger.Fingerprint, bool) {
 	}
 	_, err := hex.Decode(fp[:], []byte(o.AnswersDigest))
 	return fp, err == nil
+}
+
+// rememberFor is how long a finished operation stays in the ledger: as
+// long as any state of it can still open, plus the margin. A state lives
+// the guard's TTL at most (a policy only narrows it), and a replay of a
+// state that still opens can seal another round of the same operation
+// (a re-ask, or WithPrevious) with a fresh TTL, up to the round limit: so
+// the last state of an operation can open until rounds × TTL after its
+// first was sealed, and Finish comes after that first one.
+func (g *Guard) rememberFor() time.Duration {
+	return time.Duration(max(g.cfg.maxRounds, 1))*g.cfg.ttl + g.once.margin
 }

@@ -488,21 +488,23 @@ func TestOnceExpires(t *testing.T) {
 	// The memory ledger and the guard read Go's clock: synctest's fake one.
 	synctest.Test(t, func(t *testing.T) {
 		l := ledger.NewMemory()
+		// Kept for rounds × TTL + margin: a replay may seal a re-ask,
+		// with a fresh TTL, up to the round limit (2 here).
 		g := onceGuard(t, host.NewKeyring(), host.WithEngine(host.EngineNative), host.WithLedger(l),
-			host.WithTTL(time.Second), host.WithLedgerMargin(200*time.Millisecond))
+			host.WithTTL(time.Second), host.WithMaxRounds(2), host.WithLedgerMargin(200*time.Millisecond))
 		req := onceAsk(t, g, onceAnswer)
 		o := onceResume(t, g, req)
 		var c onceCounter
 		if _, _, err := g.Once(ctx, o, c.effect); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(900 * time.Millisecond)
+		time.Sleep(2100 * time.Millisecond)
 		if e, _ := l.Get(ctx, o.OperationID); e.State != ledger.Done {
-			t.Fatalf("forgotten before the state expired: %v", e.State)
+			t.Fatalf("forgotten before a re-ask of it could expire: %v", e.State)
 		}
-		time.Sleep(600 * time.Millisecond)
+		time.Sleep(300 * time.Millisecond)
 		if e, _ := l.Get(ctx, o.OperationID); e.State != ledger.Absent {
-			t.Fatalf("kept past TTL + margin: %v", e.State)
+			t.Fatalf("kept past rounds × TTL + margin: %v", e.State)
 		}
 		// And the state itself no longer opens, so nothing can replay it.
 		_, err := g.Resume(ctx, req)
@@ -510,7 +512,8 @@ func TestOnceExpires(t *testing.T) {
 	})
 
 	var c onceCounter
-	// With the defaults (5 min + 1 min), Redis holds the result that long.
+	// With the defaults (3 rounds × 5 min + 1 min), Redis holds the
+	// result that long.
 	r := onceRedis(t, onceRedisURL())
 	g2 := onceGuard(t, host.NewKeyring(), host.WithEngine(host.EngineNative), host.WithLedger(r.Ledger))
 	o2 := onceResume(t, g2, onceAsk(t, g2, onceAnswer))
@@ -518,8 +521,8 @@ func TestOnceExpires(t *testing.T) {
 		t.Fatal(err)
 	}
 	ttl, err := r.client.PTTL(ctx, r.prefix+o2.OperationID).Result()
-	if err != nil || ttl <= 5*time.Minute || ttl > 6*time.Minute {
-		t.Fatalf("Redis keeps the result for %v (%v), want 5-6 min", ttl, err)
+	if err != nil || ttl <= 15*time.Minute || ttl > 16*time.Minute {
+		t.Fatalf("Redis keeps the result for %v (%v), want 15-16 min", ttl, err)
 	}
 }
 

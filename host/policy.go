@@ -1,6 +1,7 @@
 package host
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"strconv"
@@ -178,10 +179,13 @@ func (g *Guard) policyAsk(ctx context.Context, req *Request, inputs []InputReque
 	if err := denied(d, err); err != nil {
 		return err
 	}
-	if d.TTL > 0 && (o.ttl == 0 || d.TTL < o.ttl) {
+	// The policy narrows the guard's limits, never widens them: the
+	// ledger keeps a finished round for as long as the guard's own limits
+	// let any state of it be sealed (Once), and no longer.
+	if d.TTL > 0 && d.TTL < cmp.Or(o.ttl, g.cfg.ttl) {
 		o.ttl = d.TTL
 	}
-	if d.MaxRounds > 0 && (o.maxRounds == 0 || d.MaxRounds < o.maxRounds) {
+	if d.MaxRounds > 0 && d.MaxRounds < cmp.Or(o.maxRounds, g.cfg.maxRounds) {
 		o.maxRounds = d.MaxRounds
 	}
 	return nil
@@ -202,10 +206,10 @@ func (g *Guard) policyResume(ctx context.Context, req *Request) (askOptions, err
 }
 
 // appendResumeLimits adds the policy's limits for a resume to env: the
-// round limit, and the TTL a re-ask is sealed with (as on ask, never
-// longer than the guard's own).
+// round limit, and the TTL a re-ask is sealed with (as on ask, neither
+// beyond the guard's own).
 func (g *Guard) appendResumeLimits(env []byte, o askOptions) []byte {
-	if o.maxRounds > 0 {
+	if o.maxRounds > 0 && o.maxRounds < g.cfg.maxRounds {
 		env = append(env, `,"maxRounds":`...)
 		env = strconv.AppendInt(env, int64(o.maxRounds), 10)
 	}

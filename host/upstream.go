@@ -58,6 +58,9 @@ type UpstreamOutcome struct {
 	// keep it, so OnceForward claims one upstream round once, whichever
 	// of its states comes back.
 	UpstreamRound int
+	// ForwardDigest (Complete, Declined, Cancelled) is the core's digest
+	// of the answers Forward carries, declines and cancels included.
+	ForwardDigest string
 	// Answers (Complete) are the answers as the client sent them, for the
 	// ledger's fingerprint; Declined and Cancelled name keys.
 	Answers map[string]json.RawMessage
@@ -80,6 +83,7 @@ type upstreamResponse struct {
 	OperationID string                     `json:"operationId"`
 	Round       int                        `json:"round"`
 	UpRound     int                        `json:"upstreamRound"`
+	FwdDigest   string                     `json:"forwardDigest"`
 	Result      json.RawMessage            `json:"result"`
 	Answers     map[string]json.RawMessage `json:"answers"`
 	Digest      string                     `json:"answersDigest"`
@@ -124,6 +128,8 @@ func (r *upstreamResponse) decodeRaw(out []byte) error {
 			r.Round, err = strconv.Atoi(string(v))
 		case "upstreamRound":
 			r.UpRound, err = strconv.Atoi(string(v))
+		case "forwardDigest":
+			r.FwdDigest, err = rawString(v)
 		case "result":
 			r.Result = v
 		case "forward":
@@ -326,7 +332,7 @@ func (g *Guard) UpstreamResume(ctx context.Context, c *UpstreamCall) (*UpstreamO
 	if err := g.callInto(ctx, env, &r); err != nil {
 		return nil, err
 	}
-	o := &UpstreamOutcome{Status: r.Status, OperationID: r.OperationID, Round: r.Round, UpstreamRound: r.UpRound, Answers: r.Answers,
+	o := &UpstreamOutcome{Status: r.Status, OperationID: r.OperationID, Round: r.Round, UpstreamRound: r.UpRound, ForwardDigest: r.FwdDigest, Answers: r.Answers,
 		AnswersDigest: r.Digest, Declined: r.Declined, Cancelled: r.Cancelled, Forward: r.Forward}
 	if r.Status == InputRequired {
 		o.InputRequired = r.Result
@@ -345,15 +351,13 @@ func (g *Guard) OnceForward(ctx context.Context, o *UpstreamOutcome, effect func
 	digest := o.AnswersDigest
 	switch o.Status {
 	case Declined, Cancelled:
-		// No answers to digest: the ledger keys the round by what the
-		// user said no to.
-		h := sha256.New()
-		h.Write([]byte("mrtr-wasm/proxy/" + string(o.Status) + "\x00"))
-		for _, k := range append(o.Declined, o.Cancelled...) {
-			h.Write([]byte(k))
-			h.Write([]byte{0})
+		// Keyed by all the round forwards (what was declined or
+		// cancelled, and the answers beside it): other answers conflict.
+		if o.ForwardDigest == "" {
+			return nil, false, errOnceNotComplete()
 		}
-		digest = hex.EncodeToString(h.Sum(nil))
+		h := sha256.Sum256([]byte("mrtr-wasm/proxy/" + string(o.Status) + "\x00" + o.ForwardDigest))
+		digest = hex.EncodeToString(h[:])
 	}
 	op := &Outcome{Status: Complete, OperationID: o.OperationID + "/" + strconv.Itoa(cmp.Or(o.UpstreamRound, o.Round)), Answers: o.Answers, AnswersDigest: digest}
 	return g.Once(ctx, op, effect)

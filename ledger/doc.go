@@ -15,7 +15,8 @@
 // (run it), InProgress (a live claim with the same answers holds it),
 // Finished (here is the stored result) or Conflict (the operation was
 // claimed or done with other answers). After the effect, Finish stores
-// its result for the state's lifetime plus a margin, or Release drops the
+// its result for as long as a state of the operation can still open plus
+// a margin, or Release drops the
 // claim if the effect failed, so the user can retry. Every call is
 // atomic in its store; Finish and Release check the claim's token, so an
 // owner whose lease ran out never overwrites the next owner's claim or
@@ -56,9 +57,11 @@
 //
 // Once guarantees that, for one operation id, the effect is started by at
 // most one caller at a time, and that after a successful Finish no caller
-// starts it again while the entry lives (the state's TTL plus the margin;
-// by then the state no longer opens, so it cannot be replayed). Every
-// duplicate gets the same stored result bytes.
+// starts it again while the entry lives (the round limit times the
+// state's TTL, plus the margin: a replay can seal a further round, a
+// re-ask, with a fresh TTL, so that is how long some state of the
+// operation may still open; after it none does, so nothing can be
+// replayed). Every duplicate gets the same stored result bytes.
 //
 // It cannot make a non-idempotent effect exactly-once by itself. If the
 // process dies after the effect but before Finish (or Finish cannot reach

@@ -62,6 +62,7 @@ type Guard struct {
 	pt   []byte // plaintext of the opened state (g.sp points into it)
 	tok  []byte // scratch: token bytes
 	dbuf []byte // scratch: canonical answers
+	fbuf []byte // scratch: the answers a proxy forwards
 }
 
 type keyEntry struct {

@@ -168,12 +168,10 @@ func (g *Guard) resume(root int32, cp *callCtx, token string, resp int32, up *up
 	switch {
 	case len(declined) > 0:
 		g.emitEnd("declined", st, "declined", declined)
-		g.endForward(up, st, fwd)
-		return nil
+		return g.endForward(up, st, fwd)
 	case len(cancelled) > 0:
 		g.emitEnd("cancelled", st, "cancelled", cancelled)
-		g.endForward(up, st, fwd)
-		return nil
+		return g.endForward(up, st, fwd)
 	case len(reasks) == 0:
 		g.begin()
 		g.out = append(g.out, `,"status":"complete","operationId":`...)
@@ -195,8 +193,7 @@ func (g *Guard) resume(root int32, cp *callCtx, token string, resp int32, up *up
 			g.out = appendString(g.out, st.app)
 		}
 		g.end()
-		g.endForward(up, st, fwd)
-		return nil
+		return g.endForward(up, st, fwd)
 	}
 	if st.round >= int(maxRounds) {
 		data := []byte(`{"fields":[`)

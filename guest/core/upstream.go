@@ -9,6 +9,7 @@ package core
 // back and the answers as the client sent them. The proxy parses neither.
 
 import (
+	"encoding/hex"
 	"slices"
 	"strconv"
 )
@@ -141,26 +142,40 @@ func (g *Guard) upstreamResumeOp(root int32) *Error {
 	return g.resume(root, &c, token, p.get(u.params, "inputResponses"), &u)
 }
 
-// endForward adds, for upstream.resume, the message to send upstream to
-// the outcome just written, and the upstream round it answers (the
-// ledger's key): "upstreamRound" and "forward" go before the closing
-// brace. fwd are the keys whose answers were checked.
-func (g *Guard) endForward(u *upstreamMsg, st *stateIn, fwd []string) {
+// endForward adds, for upstream.resume, what the proxy needs to forward
+// the outcome just written: "upstreamRound" (the round the upstream
+// asked, the ledger's key), "forwardDigest" (of the answers forwarded, the
+// ledger's fingerprint for any outcome) and "forward" go before the
+// closing brace. fwd are the keys whose answers were checked.
+func (g *Guard) endForward(u *upstreamMsg, st *stateIn, fwd []string) *Error {
 	if u == nil {
-		return
+		return nil
+	}
+	p := &g.p
+	resp := p.get(u.params, "inputResponses")
+	g.fbuf = g.appendForwardResponses(g.fbuf[:0], st, resp, fwd)
+	var digest [32]byte
+	if p.kindOf(resp) == jObject {
+		var err *Error
+		if digest, err = g.answersDigest(g.fbuf); err != nil {
+			return err
+		}
 	}
 	g.out = append(g.out[:len(g.out)-1], `,"upstreamRound":`...)
 	g.out = strconv.AppendInt(g.out, int64(st.upRound), 10)
-	g.out = append(g.out, `,"forward":`...)
-	g.out = g.appendForward(g.out, u, st, fwd)
+	g.out = append(g.out, `,"forwardDigest":"`...)
+	g.out = hex.AppendEncode(g.out, digest[:])
+	g.out = append(g.out, `","forward":`...)
+	g.out = g.appendForward(g.out, u, st, g.fbuf)
 	g.end()
+	return nil
 }
 
 // appendForward appends the client's request with requestState replaced
 // by the upstream's own (dropped when it had none) and inputResponses
-// holding the checked answers (see appendForwardResponses). Everything
-// else is the client's bytes.
-func (g *Guard) appendForward(dst []byte, u *upstreamMsg, st *stateIn, fwd []string) []byte {
+// replaced by responses (see appendForwardResponses). Everything else is
+// the client's bytes.
+func (g *Guard) appendForward(dst []byte, u *upstreamMsg, st *stateIn, responses []byte) []byte {
 	p := &g.p
 	dst = append(dst, '{')
 	for i, m := range p.kids(u.msg) {
@@ -189,7 +204,7 @@ func (g *Guard) appendForward(dst []byte, u *upstreamMsg, st *stateIn, fwd []str
 			case "requestState":
 				dst = appendString(dst, st.ups)
 			case "inputResponses":
-				dst = g.appendForwardResponses(dst, st, pm.val, fwd)
+				dst = append(dst, responses...)
 			default:
 				dst = append(dst, p.raw(pm.val)...)
 			}

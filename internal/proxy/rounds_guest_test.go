@@ -154,3 +154,27 @@ func TestURLCredentialAfterSemicolonRefused(t *testing.T) {
 		t.Fatalf("a pre-authenticated URL reached the client: %s", b)
 	}
 }
+
+// TestDeclineWithOtherAnswersConflicts: a declined round is keyed by all
+// it forwards, so the same state sent again with the same decline but
+// another accepted answer beside it is a conflict, not a replay of the
+// first forward's result (which would tell the client its second answer
+// went through).
+func TestDeclineWithOtherAnswersConflicts(t *testing.T) {
+	var got atomic.Value
+	base, _ := newProxy(t, newGuard(t), httpUpstream(t, twoFormUpstream(t, &got)))
+	first, _ := callTool(t, base, "book", `{}`, "")
+	s1 := sealedState(t, first)
+	m1, _ := callTool(t, base, "book", `{}`, `,"inputResponses":{"a":{"action":"accept","content":{"seats":2}},"b":{"action":"decline"}},"requestState":"`+s1+`"`)
+	if m1.Error != nil {
+		t.Fatalf("first: %+v", m1.Error)
+	}
+	m2, _ := callTool(t, base, "book", `{}`, `,"inputResponses":{"a":{"action":"accept","content":{"seats":9}},"b":{"action":"decline"}},"requestState":"`+s1+`"`)
+	if m2.Error == nil || !strings.Contains(m2.Error.Message, "other answers") {
+		t.Fatalf("another answer beside the same decline: want a conflict, got %s %+v", m2.Result, m2.Error)
+	}
+	m3, _ := callTool(t, base, "book", `{}`, ` ,"inputResponses":{ "a":{"action":"accept","content":{"seats":2}},"b":{"action":"decline"}},"requestState":"`+s1+`"`)
+	if m3.Error != nil || string(m3.Result) != string(m1.Result) {
+		t.Fatalf("the same answers again: want the stored result, got %s %+v", m3.Result, m3.Error)
+	}
+}
