@@ -6,7 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
+	"strconv"
 	"sync"
+	"sync/atomic"
 )
 
 // LegacyHTTP speaks 2025-11-25 to a Streamable HTTP server that predates
@@ -24,7 +27,13 @@ type LegacyHTTP struct {
 
 	mu       sync.Mutex
 	sessions map[string]string // principal -> Mcp-Session-Id
+
+	next     atomic.Int64          // numbers the ids requests are sent under (see withID)
+	inflight map[inflight][][]byte // the proxy's ids of the calls in flight
 }
+
+// inflight names a call by its principal and the client's id.
+type inflight struct{ principal, clientID string }
 
 // DetectHTTP asks u for server/discover; a server that refuses it but
 // answers a 2025-11-25 initialize is wrapped in a LegacyHTTP, whose
@@ -40,7 +49,7 @@ func DetectHTTP(ctx context.Context, u *HTTP, roots bool) (Upstream, error) {
 	if err == nil && status < 300 && !bytes.Contains(b, []byte(`"error"`)) {
 		return u, nil
 	}
-	l := &LegacyHTTP{HTTP: u, sessions: map[string]string{}, roots: roots}
+	l := &LegacyHTTP{HTTP: u, sessions: map[string]string{}, roots: roots, inflight: map[inflight][][]byte{}}
 	res, _, err := l.initialize(ctx)
 	if err != nil {
 		return u, nil // not a legacy server either: leave it to the calls
@@ -113,10 +122,34 @@ func legacyHeader(h http.Header, sid string) http.Header {
 }
 
 // Call sends msg (without its 2026-07-28 _meta keys) on the session of
-// the principal ctx names; a session the server no longer knows (HTTP 404)
-// is opened again once.
+// the principal ctx names, under an id of the proxy's: a principal's calls
+// share the session, and two of them may use the same id (the server
+// refuses a duplicate in flight). The response gets the client's id back.
+// A session the server no longer knows (HTTP 404) is opened again once.
 func (l *LegacyHTTP) Call(ctx context.Context, msg []byte, h http.Header, onMessage func(raw []byte) error) ([]byte, error) {
-	msg = withoutModernMeta(msg)
+	m, err := parseMessage(withoutModernMeta(msg))
+	if err != nil || m.method == "" || !m.hasID {
+		return nil, fmt.Errorf("upstream: Call needs a JSON-RPC request: %w", errOr(err, "no method or no id"))
+	}
+	clientID := m.value(m.id)
+	// A string no client is likely to use: a client's notifications/cancelled
+	// for an id that is not in flight then names no call (see Send).
+	id := appendJSONString(nil, "mrtr-"+strconv.FormatInt(l.next.Add(1), 10))
+	msg = withID(m, id)
+	key := inflight{principalOf(ctx), string(clientID)}
+	l.mu.Lock()
+	l.inflight[key] = append(l.inflight[key], id)
+	l.mu.Unlock()
+	defer func() {
+		l.mu.Lock()
+		ids := slices.DeleteFunc(l.inflight[key], func(v []byte) bool { return bytes.Equal(v, id) })
+		if len(ids) == 0 {
+			delete(l.inflight, key)
+		} else {
+			l.inflight[key] = ids
+		}
+		l.mu.Unlock()
+	}()
 	caller := ctx
 	ctx, onMessage, cancel := callTimeout(ctx, l.timeout, onMessage)
 	defer cancel()
@@ -134,7 +167,13 @@ func (l *LegacyHTTP) Call(ctx context.Context, msg []byte, h http.Header, onMess
 	}
 	b, err := l.call(ctx, msg, h, onMessage)
 	l.noteHealth(caller, err)
-	return b, err
+	if err != nil {
+		return nil, err
+	}
+	if r, perr := parseMessage(b); perr == nil && r.hasID {
+		b = withID(r, clientID)
+	}
+	return b, nil
 }
 
 func (l *LegacyHTTP) call(ctx context.Context, msg []byte, h http.Header, onMessage func(raw []byte) error) ([]byte, error) {
@@ -152,11 +191,46 @@ func (l *LegacyHTTP) call(ctx context.Context, msg []byte, h http.Header, onMess
 	}
 }
 
-// Send delivers msg on the session of the principal ctx names.
+// Send delivers msg on the session of the principal ctx names. A client's
+// notifications/cancelled names the call by the client's id: it gets the
+// id Call sent that call under, when exactly one call of the principal's
+// with that id is in flight; otherwise it names no call upstream.
 func (l *LegacyHTTP) Send(ctx context.Context, msg []byte, h http.Header) error {
+	if bytes.Contains(msg, []byte(`"notifications/cancelled"`)) {
+		msg = l.cancelled(principalOf(ctx), msg)
+	}
 	sid, err := l.session(ctx, principalOf(ctx), false)
 	if err != nil {
 		return err
 	}
 	return l.HTTP.Send(ctx, msg, legacyHeader(h, sid))
+}
+
+// cancelled returns a client's notifications/cancelled with the id its
+// call was sent under (msg as it is when it is not one, or names no single
+// call in flight).
+func (l *LegacyHTTP) cancelled(principal string, msg []byte) []byte {
+	m, err := parseMessage(msg)
+	if err != nil || m.method != "notifications/cancelled" || m.hasID {
+		return msg
+	}
+	p, pms, _, err := paramsObject(m)
+	if err != nil {
+		return msg
+	}
+	r, ok := find(pms, "requestId")
+	if !ok {
+		return msg
+	}
+	l.mu.Lock()
+	ids := l.inflight[inflight{principal, string(m.raw[p.Start+r.Start : p.Start+r.End])}]
+	var id []byte
+	if len(ids) == 1 {
+		id = ids[0]
+	}
+	l.mu.Unlock()
+	if id == nil {
+		return msg
+	}
+	return splice(m.raw, edit{p.Start + r.Start, p.Start + r.End, id})
 }

@@ -880,7 +880,7 @@ func (s *Stdio) route(c *child, m *rpcMessage) {
 			s.log.Debug("upstream response to no call in flight (late, after a cancel)", "pid", c.pid)
 			return
 		}
-		cl.push(splice(m.raw, edit{m.id.Start, m.id.End, cl.origID}), true, nil)
+		cl.push(withID(m, cl.origID), true, nil)
 		return
 	case m.method == "notifications/progress":
 		if cl, out := c.progressCall(m); cl != nil {

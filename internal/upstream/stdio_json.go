@@ -74,6 +74,15 @@ func appendJSONString(dst []byte, s string) []byte {
 	return append(dst, b...)
 }
 
+// withID returns m's bytes with its id replaced by id (m has one). A
+// transport that multiplexes the calls of several clients on one channel
+// (a stdio child, a legacy HTTP session) sends each request under an id of
+// its own, since two clients may use the same one, and gives the response
+// the client's back.
+func withID(m *rpcMessage, id []byte) []byte {
+	return splice(m.raw, edit{m.id.Start, m.id.End, id})
+}
+
 // rpcMessage is a JSON-RPC message with the spans of its members.
 type rpcMessage struct {
 	raw     []byte
