@@ -36,7 +36,7 @@ codes(d) := {[x.code, x.key, x.field] | some x in d.deny}
 
 test_demo_book_demo_call_both_rounds if {
 	d1 := ask.decision with input as ask_input("book_demo_call", {"contact": contact}) with data.mrtr.config as demo
-	d1 == {"allow": true, "deny": [], "max_rounds": 3, "ttl_seconds": 600, "rules": ["tools.book_demo_call"]}
+	d1 == {"allow": true, "deny": [], "max_rounds": 3, "ttl_seconds": 240, "rules": ["tools.book_demo_call"]}
 	d2 := ask.decision with input as ask_input("book_demo_call", {"slot": slot}) with data.mrtr.config as demo
 	d2.allow
 }

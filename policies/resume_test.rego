@@ -9,7 +9,7 @@ strict := data.mrtr.datasets.strict
 resume_input(target, rounds, ttl) := {"principal": "alice", "method": "tools/call", "target": target, "ttl_seconds": ttl, "max_rounds": rounds}
 
 test_demo_round_limits if {
-	resume.decision == {"allow": true, "deny": [], "max_rounds": 3, "ttl_seconds": 600, "rules": ["tools.book_demo_call"]} with input as resume_input("book_demo_call", 3, 300) with data.mrtr.config as demo
+	resume.decision == {"allow": true, "deny": [], "max_rounds": 3, "ttl_seconds": 240, "rules": ["tools.book_demo_call"]} with input as resume_input("book_demo_call", 3, 300) with data.mrtr.config as demo
 	d := resume.decision with input as resume_input("connect_calendar", 3, 300) with data.mrtr.config as demo
 	d.max_rounds == 2
 	d.ttl_seconds == 300

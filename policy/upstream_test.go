@@ -46,13 +46,15 @@ const (
 // once the policy's limits for the tool are known (the guard's own at
 // first, then the ones the policy last set), and sealed again with the
 // policy's when they differ: a shorter TTL expires the state, a lower
-// round limit refuses the round it forbids, a higher one allows rounds
-// past the guard's own.
+// round limit refuses the round it forbids. A higher one is not used (the
+// guard's limits are the ceiling the replay ledger is sized for) unless
+// the guard's own allows it.
 func TestUpstreamAskLimits(t *testing.T) {
 	for _, c := range []struct {
 		name          string
 		edit          func(tool map[string]any)
 		guardTTL      time.Duration
+		guardRounds   int
 		first, second int64 // guest calls for the first ask and the next
 		ttl           time.Duration
 		lastRound     int
@@ -61,7 +63,8 @@ func TestUpstreamAskLimits(t *testing.T) {
 		{name: "own limits", edit: func(map[string]any) {}, first: 2, second: 1, ttl: 300 * time.Second, lastRound: 3},
 		{name: "shorter ttl", edit: func(d map[string]any) { d["ttl_seconds"] = 60 }, first: 3, second: 1, ttl: 60 * time.Second, lastRound: 3},
 		{name: "fewer rounds", edit: func(d map[string]any) { d["max_rounds"] = 2 }, first: 3, second: 1, ttl: 300 * time.Second, lastRound: 2},
-		{name: "more rounds", edit: func(d map[string]any) { d["max_rounds"] = 5 }, first: 3, second: 1, ttl: 300 * time.Second, lastRound: 5},
+		{name: "more rounds than the guard's: the guard's hold", edit: func(d map[string]any) { d["max_rounds"] = 5 }, first: 2, second: 1, ttl: 300 * time.Second, lastRound: 3},
+		{name: "more rounds within the guard's", edit: func(d map[string]any) { d["max_rounds"] = 5 }, guardRounds: 6, first: 3, second: 1, ttl: 300 * time.Second, lastRound: 5},
 		{name: "guard ttl longer than the policy's", edit: func(map[string]any) {}, guardTTL: 10 * time.Minute, first: 3, second: 1, ttl: 300 * time.Second, lastRound: 3},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -93,6 +96,9 @@ func TestUpstreamAskLimits(t *testing.T) {
 				host.WithCompilationCache(t.TempDir()), host.WithPolicy(pol), testseam.Clock[host.Option](func() time.Time { return now })}
 			if c.guardTTL > 0 {
 				opts = append(opts, host.WithTTL(c.guardTTL))
+			}
+			if c.guardRounds > 0 {
+				opts = append(opts, host.WithMaxRounds(c.guardRounds))
 			}
 			g, err := host.New(lctx, opts...)
 			if err != nil {

@@ -268,7 +268,7 @@ export interface OnceOptions {
   marginMs?: number;
   /** Bound on each ledger call, in ms (default 1000): one that runs over fails closed. */
   ledgerTimeoutMs?: number;
-  /** How long, in seconds, the state could still be replayed (default: the guard's ttl). */
+  /** How long, in seconds, some state of the operation could still be replayed (default: the guard's ttl times its maxRounds: a replay may seal a re-ask with a fresh ttl). */
   ttl?: number;
 }
 
@@ -384,9 +384,9 @@ export interface GuardOptions {
   audience?: string;
   /** Consulted on every ask and resume. */
   policy?: Policy;
-  /** requestState lifetime in seconds, 1..86400 (default 300). */
+  /** requestState lifetime in seconds, 1..86400 (default 300); asks and policies only narrow it. */
   ttl?: number;
-  /** Rounds of one logical request (default 3). */
+  /** Rounds of one logical request (default 3); asks and policies only narrow it. */
   maxRounds?: number;
   /** requestState size cap in bytes, 512..1048576 (default 8192); the Go host's WithMaxStateBytes. */
   maxStateBytes?: number;
@@ -419,16 +419,17 @@ export interface AskOptions {
   progress?: Uint8Array | string;
   /** A complete outcome whose logical request continues: same operation id, its answers carried. */
   after?: Outcome;
-  /** Seconds; narrows the guard's ttl for this state. */
+  /** Seconds; narrows the guard's ttl for this state (a longer one is not used). */
   ttl?: number;
+  /** Narrows the guard's round limit (a higher one is not used). */
   maxRounds?: number;
   signal?: AbortSignal;
 }
 
 export interface ResumeOptions {
-  /** The round limit for this resume (the Go policy sets it per tool). */
+  /** The round limit for this resume (the Go policy sets it per tool); only narrows the guard's. */
   maxRounds?: number;
-  /** Seconds, for the state of a further round. */
+  /** Seconds, for the state of a further round; only narrows the guard's ttl. */
   ttl?: number;
   signal?: AbortSignal;
 }

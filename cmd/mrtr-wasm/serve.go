@@ -18,6 +18,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mrtr-wasm/mrtr-wasm/guest/core"
 	"github.com/mrtr-wasm/mrtr-wasm/host"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/conformance"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/crm"
@@ -60,6 +61,9 @@ func (o *serveOptions) checkBounds() error {
 	if o.shutdown < 0 {
 		errs = append(errs, fmt.Errorf("--shutdown-timeout must not be negative (got %s)", o.shutdown))
 	}
+	if o.maxRounds < 1 || o.maxRounds > core.MaxRoundsLimit {
+		errs = append(errs, fmt.Errorf("--max-rounds must be between 1 and %d (got %d)", core.MaxRoundsLimit, o.maxRounds))
+	}
 	if o.maxSessions <= 0 {
 		errs = append(errs, fmt.Errorf("--max-sessions must be positive (got %d)", o.maxSessions))
 	}
@@ -76,6 +80,7 @@ func addSharedFlags(fs *flag.FlagSet, o *serveOptions) {
 	fs.StringVar(&o.policyData, "policy-data", "", "data file name in the policy's data/ (default: demo for serve, proxy for proxy)")
 	fs.StringVar(&o.ledger, "ledger", "memory:", "replay ledger: memory:, sqlite:/path/ledger.db or redis://host:6379/0")
 	fs.DurationVar(&o.stateTTL, "state-ttl", 5*time.Minute, "how long a requestState stays valid (the policy may narrow it)")
+	fs.IntVar(&o.maxRounds, "max-rounds", core.DefaultMaxRounds, "most input rounds one request may take (the policy may narrow it per tool; the replay ledger keeps a finished request for this many --state-ttl)")
 	fs.StringVar(&o.engine, "engine", "wasm", "guard engine: wasm (guard.wasm through wazero) or native")
 	fs.StringVar(&o.logFormat, "log-format", "json", "log format: json or text (logs go to stderr)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
@@ -92,7 +97,7 @@ type serveOptions struct {
 	identity                                                    identity.Flags
 	stdio, conformance                                          bool
 	stateTTL, shutdown, sessionIdle                             time.Duration
-	maxSessions                                                 int
+	maxSessions, maxRounds                                      int
 }
 
 func parseServe(args []string, stderr io.Writer) (*serveOptions, error) {
@@ -420,14 +425,14 @@ func loadDeployedPolicy(ctx context.Context, o *serveOptions, log *slog.Logger) 
 }
 
 // guardOptions are the guard options serve and proxy share: keys,
-// audience, state TTL, ledger and engine (--engine).
+// audience, state TTL, round limit, ledger and engine (--engine).
 func guardOptions(o *serveOptions, keys *host.Keyring, led ledger.Ledger) (host.Engine, []host.Option) {
 	engine := host.EngineWasm
 	if o.engine == "native" {
 		engine = host.EngineNative
 	}
 	return engine, []host.Option{
-		host.WithKeys(keys), host.WithAudience(o.audience), host.WithTTL(o.stateTTL),
+		host.WithKeys(keys), host.WithAudience(o.audience), host.WithTTL(o.stateTTL), host.WithMaxRounds(o.maxRounds),
 		host.WithLedger(led), host.WithEngine(engine),
 	}
 }

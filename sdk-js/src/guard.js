@@ -364,12 +364,12 @@ class Guard {
    */
   async ask(request, inputs = [], options = {}) {
     if (!Array.isArray(inputs)) throw new GuardError(codes.REQUEST_MALFORMED, 'inputs must be an array of input requests');
-    let ttl = options.ttl ?? 0;
-    let maxRounds = options.maxRounds ?? 0;
+    let ttl = this.#narrow(options.ttl, this.#ttl);
+    let maxRounds = this.#narrow(options.maxRounds, this.#maxRounds);
     if (this.#policy) {
       const d = await this.#consult('ask', request, inputs);
-      if (d.ttl > 0 && (ttl === 0 || d.ttl < ttl)) ttl = d.ttl;
-      if (d.maxRounds > 0 && (maxRounds === 0 || d.maxRounds < maxRounds)) maxRounds = d.maxRounds;
+      ttl = this.#narrow(d.ttl, ttl || this.#ttl);
+      maxRounds = this.#narrow(d.maxRounds, maxRounds || this.#maxRounds);
     }
     let env = this.#envelope('ask', request);
     env += ',"inputRequests":' + inputRequests(inputs);
@@ -399,21 +399,23 @@ class Guard {
    */
   async resume(request, options = {}) {
     if (!isRetry(request)) throw new GuardError(codes.REQUEST_MALFORMED, 'resume needs the requestState the client echoed');
-    let maxRounds = options.maxRounds ?? 0;
+    let maxRounds = this.#narrow(options.maxRounds, this.#maxRounds);
+    let ttl = this.#narrow(options.ttl, this.#ttl);
     if (this.#policy) {
       // A refusal on resume leaves no further rounds (host/policy.go
       // policyRounds): the answers in hand still count.
-      let n;
+      let d;
       try {
-        n = (await this.#consult('resume', request)).maxRounds;
+        d = await this.#consult('resume', request);
       } catch {
-        n = 1;
+        d = { maxRounds: 1 };
       }
-      if (n > 0) maxRounds = n;
+      maxRounds = this.#narrow(d.maxRounds, maxRounds || this.#maxRounds);
+      ttl = this.#narrow(d.ttl, ttl || this.#ttl);
     }
     let env = this.#envelope('resume', request);
     if (maxRounds > 0) env += `,"maxRounds":${jsonInt('maxRounds', maxRounds)}`;
-    if (options.ttl > 0) env += `,"ttl":${jsonInt('ttl', options.ttl)}`;
+    if (ttl > 0) env += `,"ttl":${jsonInt('ttl', ttl)}`;
     env += '}';
     const r = await this.#call(env, options.signal);
     return new Outcome(r);
@@ -450,7 +452,16 @@ class Guard {
    * answers under the same operation id are a conflict.
    */
   async once(outcome, effect, options = {}) {
-    return runOnce(options.ledger ?? this.#ledger, outcome, effect, { ttlSeconds: this.#ttl, ...this.#onceDefaults, ...options });
+    // Remembered as long as any state of the operation may open: a replay
+    // can seal a re-ask with a fresh TTL, up to the round limit (the
+    // guard's limits are the ceiling; asks and policies only narrow them).
+    return runOnce(options.ledger ?? this.#ledger, outcome, effect, { ttlSeconds: this.#ttl * this.#maxRounds, ...this.#onceDefaults, ...options });
+  }
+
+  // #narrow is v when it narrows own (a positive number below it), else 0
+  // (the guard's own limit).
+  #narrow(v, own) {
+    return typeof v === 'number' && v > 0 && v < own ? v : 0;
   }
 
   /** The module's own view of its entropy, clock and memory (guard_stats). */

@@ -121,8 +121,9 @@ export async function runOnce(ledger, outcome, effect, o) {
   const op = outcome.operationId;
   const lease = o.leaseMs ?? DEFAULT_LEASE_MS;
   const timeout = o.ledgerTimeoutMs ?? DEFAULT_LEDGER_TIMEOUT_MS;
-  // Finished operations are remembered for the state's lifetime plus a
-  // margin for clock skew between instances.
+  // Finished operations are remembered for as long as a state of them may
+  // open (ttlSeconds: the round limit times the state's TTL, from
+  // guard.once) plus a margin for clock skew between instances.
   const ttlMs = (o.ttl ?? o.ttlSeconds) * 1000 + (o.marginMs ?? DEFAULT_MARGIN_MS);
   const fp = fingerprint(outcome);
   const deadline = performance.now() + (o.waitMs ?? DEFAULT_WAIT_MS);

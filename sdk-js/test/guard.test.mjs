@@ -167,6 +167,16 @@ test('expiry follows the clock passed in', async () => {
   await g.close();
 });
 
+test('an ask or a policy narrows the TTL, never widens it', async () => {
+  let now = Date.now();
+  const policy = { ask: () => ({ allow: true, ttl: 600 }), resume: () => ({ allow: true }) };
+  const g = await createGuard({ keys: key1, audience: 'crm.example.com', ttl: 60, policy, [seams]: { clock: () => now } });
+  const { requestState } = await g.ask(baseRequest(), [form('contact', 'Who?', contactSchema)], { ttl: 3600 });
+  now += 61_000;
+  await rejects(g.resume(baseRequest({ requestState })), codes.STATE_INVALID, 'expired'); // the guard's 60 s, not 600 or 3600
+  await g.close();
+});
+
 test('open reports the shape of a state, never its answers', async () => {
   const { requestState } = await ask();
   const o = await guard.open(baseRequest({ requestState }));
