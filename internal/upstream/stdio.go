@@ -88,6 +88,13 @@ const legacyVersion = "2025-11-25"
 // maxQueued bounds the messages waiting for one call's onMessage.
 const maxQueued = 4096
 
+// queueBudget is how many MaxMessage's worth of bytes may wait for one
+// call's onMessage (a slow client). Past it the call fails (CodeTooLarge)
+// and the child is told to cancel it, rather than the reader waiting: the
+// reader is the only one for every call on the child, so backpressure on
+// one slow client would stall all the others.
+const queueBudget = 4
+
 // Stdio is a supervised stdio child: one process, JSON-RPC multiplexed by
 // id over its stdin and stdout, restarted when it dies.
 type Stdio struct {
@@ -137,6 +144,8 @@ type call struct {
 
 	mu     sync.Mutex
 	queue  [][]byte
+	queued int // bytes in queue
+	budget int // most bytes queued (queueBudget × MaxMessage)
 	final  []byte
 	err    error
 	notify chan struct{}
@@ -152,8 +161,11 @@ func (c *call) push(raw []byte, final bool, err error) {
 		c.final = raw
 	case len(c.queue) >= maxQueued:
 		c.err = Errorf(CodeBadResponse, "the upstream sent more messages for this call than the proxy queues", nil)
+	case c.budget > 0 && c.queued+len(raw) > c.budget:
+		c.err = Errorf(CodeTooLarge, fmt.Sprintf("the upstream sent more for this call than the %d bytes the proxy holds while its client reads", c.budget), nil)
 	default:
 		c.queue = append(c.queue, raw)
+		c.queued += len(raw)
 	}
 	c.mu.Unlock()
 	select {
@@ -654,7 +666,8 @@ func (c *child) roundTrip(ctx context.Context, msg []byte, tp string) (*rpcMessa
 
 func (c *child) call(ctx context.Context, m *rpcMessage, tp string, onMessage func([]byte) error) ([]byte, error) {
 	s := c.s
-	cl := &call{id: s.next.Add(1), origID: m.value(m.id), notify: make(chan struct{}, 1), takesAll: onMessage != nil}
+	cl := &call{id: s.next.Add(1), origID: m.value(m.id), notify: make(chan struct{}, 1), takesAll: onMessage != nil,
+		budget: queueBudget * s.cfg.MaxMessage}
 	out, err := rewriteRequest(m, cl, tp)
 	if err != nil {
 		return nil, fmt.Errorf("upstream: %w", err)
@@ -673,7 +686,7 @@ func (c *child) call(ctx context.Context, m *rpcMessage, tp string, onMessage fu
 	for {
 		cl.mu.Lock()
 		queue, final, cerr := cl.queue, cl.final, cl.err
-		cl.queue = nil
+		cl.queue, cl.queued = nil, 0
 		cl.mu.Unlock()
 		for _, raw := range queue {
 			if onMessage == nil {
@@ -685,6 +698,7 @@ func (c *child) call(ctx context.Context, m *rpcMessage, tp string, onMessage fu
 			}
 		}
 		if cerr != nil {
+			c.cancel(cl.id, "the proxy's call failed") // still in flight after an overflow
 			return nil, cerr
 		}
 		if final != nil {

@@ -253,6 +253,16 @@ func (c *childServer) tool(m rpc, name string, args, meta map[string]any) {
 		}
 		c.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/message", "params": map[string]any{"level": "info", "data": "done"}})
 		c.result(m.ID, text("progressed"))
+	case "flood":
+		// count progress notifications of about size bytes each, then the result.
+		n, _ := args["count"].(float64)
+		size, _ := args["size"].(float64)
+		pad := strings.Repeat("x", int(size))
+		for i := range int(n) {
+			c.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/progress",
+				"params": map[string]any{"progressToken": meta["progressToken"], "progress": i + 1, "message": pad}})
+		}
+		c.result(m.ID, text("flooded"))
 	case "sleep":
 		ms, _ := args["ms"].(float64)
 		time.Sleep(time.Duration(ms) * time.Millisecond)
