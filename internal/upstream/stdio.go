@@ -747,8 +747,20 @@ func (c *child) write(ctx context.Context, msg []byte) error {
 	defer func() { <-c.wsem }()
 	dl, _ := ctx.Deadline()
 	_ = c.stdin.SetWriteDeadline(dl)
-	stop := context.AfterFunc(ctx, func() { _ = c.stdin.SetWriteDeadline(time.Unix(1, 0)) })
-	defer stop()
+	// A cancel cuts the write with a past deadline. Its AfterFunc may start
+	// just as the write ends: it must be done before the next writer sets
+	// its own deadline, or that writer's write fails (wsem is released
+	// only after this).
+	fired := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		_ = c.stdin.SetWriteDeadline(time.Unix(1, 0))
+		close(fired)
+	})
+	defer func() {
+		if !stop() {
+			<-fired
+		}
+	}()
 	line := append(msg[:len(msg):len(msg)], '\n')
 	n, err := c.stdin.Write(line)
 	if err == nil {
