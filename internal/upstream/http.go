@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -80,14 +82,22 @@ func NewHTTP(o HTTPOptions) (*HTTP, error) {
 		client: &http.Client{Transport: rt, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}, nil
 }
 
-// ID is the upstream's URL without user info, query or fragment.
+// ID is the upstream's URL without user info or fragment, and with a
+// hash in place of its query: the query may hold a key, but two upstreams
+// that differ only there (?tenant=a, ?tenant=b) are two upstreams, and a
+// state sealed for one must not open at the other.
 func (u *HTTP) ID() string {
 	p, err := url.Parse(u.url)
 	if err != nil {
 		return u.url
 	}
+	q := p.RawQuery
 	p.User, p.RawQuery, p.Fragment = nil, "", ""
-	return p.String()
+	if q == "" {
+		return p.String()
+	}
+	sum := sha256.Sum256([]byte(q))
+	return p.String() + "#query-sha256=" + hex.EncodeToString(sum[:8])
 }
 
 // Health is the last failure, until a call succeeds.
