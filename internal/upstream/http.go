@@ -294,11 +294,19 @@ func (u *HTTP) readStream(ctx context.Context, body io.Reader, onMessage func(ra
 			continue
 		}
 		v, ok := bytes.CutPrefix(line, []byte("data:"))
-		if !ok {
+		switch {
+		case ok:
+			v = bytes.TrimPrefix(v, []byte(" "))
+		case string(line) == "data":
+			v = nil // a field without a colon: an empty data line
+		default:
 			continue // event:, id:, retry:, comments
 		}
-		v = bytes.TrimPrefix(v, []byte(" "))
-		if int64(len(data)+len(v)) > u.maxBody {
+		n := len(data) + len(v)
+		if inData {
+			n++ // the newline between data lines counts too
+		}
+		if int64(n) > u.maxBody {
 			return nil, Errorf(CodeTooLarge, fmt.Sprintf("an event of the upstream's stream is over the limit of %d bytes", u.maxBody), nil)
 		}
 		if inData {

@@ -3,6 +3,7 @@ package upstream
 import (
 	"bytes"
 	"context"
+	"strings"
 	"testing"
 )
 
@@ -15,6 +16,8 @@ func FuzzReadStream(f *testing.F) {
 		": comment\r\nid: 3\r\ndata: {\"jsonrpc\":\"2.0\",\r\ndata: \"id\":1,\"error\":{\"code\":1,\"message\":\"x\"}}\r\n\r\n",
 		"data: garbage\n\n",
 		"data: {\"a\":1}",
+		"data\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n",
+		"data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n" + strings.Repeat("data:\n", 300) + "\n",
 	} {
 		f.Add([]byte(s))
 	}
@@ -26,6 +29,9 @@ func FuzzReadStream(f *testing.F) {
 			}
 			return nil
 		})
+		if len(out) > 256 {
+			t.Fatalf("a response over the limit was returned: %d bytes", len(out))
+		}
 		if ok, cerr := classify(out); err == nil && (cerr != nil || !ok) {
 			t.Fatalf("not a response: %q", out)
 		}
@@ -35,4 +41,19 @@ func FuzzReadStream(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestReadStreamDataLines: a bare "data" is an empty data line, and the
+// newlines between an event's data lines count toward its limit.
+func TestReadStreamDataLines(t *testing.T) {
+	u := &HTTP{maxBody: 256}
+	resp := `{"jsonrpc":"2.0","id":1,"result":{}}`
+	out, err := u.readStream(context.Background(), strings.NewReader("data\ndata: "+resp+"\n\n"), nil)
+	if err != nil || string(out) != "\n"+resp {
+		t.Fatalf("bare data line: %q %v", out, err)
+	}
+	_, err = u.readStream(context.Background(), strings.NewReader("data: "+resp+"\n"+strings.Repeat("data:\n", 300)+"\n"), nil)
+	if e, ok := AsError(err); !ok || e.Code != CodeTooLarge {
+		t.Fatalf("an event of %d bytes of newlines: %v, want %s", len(resp)+300, err, CodeTooLarge)
+	}
 }
