@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+
+	"github.com/mrtr-wasm/mrtr-wasm/internal/rawjson"
 )
 
 // LegacyHTTP speaks 2025-11-25 to a Streamable HTTP server that predates
@@ -46,7 +48,7 @@ func DetectHTTP(ctx context.Context, u *HTTP, roots bool) (Upstream, error) {
 		ProtocolVersion + `","io.modelcontextprotocol/clientCapabilities":{}}}}`)
 	h := http.Header{"Mcp-Method": {"server/discover"}, "Mcp-Protocol-Version": {ProtocolVersion}}
 	b, _, status, err := u.callHeader(ctx, disc, h, nil)
-	if err == nil && status < 300 && !bytes.Contains(b, []byte(`"error"`)) {
+	if err == nil && status < 300 && isResult(b) {
 		return u, nil
 	}
 	l := &LegacyHTTP{HTTP: u, sessions: map[string]string{}, roots: roots, inflight: map[inflight][][]byte{}}
@@ -56,6 +58,19 @@ func DetectHTTP(ctx context.Context, u *HTTP, roots bool) (Upstream, error) {
 	}
 	l.init = res
 	return l, nil
+}
+
+// isResult reports whether b is a JSON-RPC answer with a result and no
+// error (read by member, not by searching the text: a discover result
+// may well hold the word "error" in a description).
+func isResult(b []byte) bool {
+	ms, err := rawjson.Object(bytes.TrimSpace(b))
+	if err != nil {
+		return false
+	}
+	_, res := rawjson.Find(ms, "result")
+	_, e := rawjson.Find(ms, "error")
+	return res && !e
 }
 
 // initialize opens an upstream session and returns the initialize result
