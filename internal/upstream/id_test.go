@@ -39,9 +39,9 @@ func TestHTTPIDKeepsTheQueryApart(t *testing.T) {
 // what it is, not tried as a 2025-era server.
 func TestDiscoverResultNamingError(t *testing.T) {
 	for b, want := range map[string]bool{
-		`{"jsonrpc":"2.0","id":"d","result":{"instructions":"On \"error\", retry."}}`: true,
+		`{"jsonrpc":"2.0","id":"d","result":{"instructions":"On \"error\", retry."}}`:     true,
 		`{"jsonrpc":"2.0","id":"d","error":{"code":-32601,"message":"Method not found"}}`: false,
-		`{"jsonrpc":"2.0","id":"d","result":{},"error":{"code":1,"message":"x"}}`:        false,
+		`{"jsonrpc":"2.0","id":"d","result":{},"error":{"code":1,"message":"x"}}`:         false,
 		`not json`: false,
 	} {
 		if got := isResult([]byte(b)); got != want {
