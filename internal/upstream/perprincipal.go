@@ -40,6 +40,7 @@ type PerPrincipal struct {
 	children map[string]*principalChild
 	probe    *Stdio // the first child: identity and era
 	closed   bool
+	starting int // children being started, counted against max
 	stop     chan struct{}
 }
 
@@ -110,7 +111,9 @@ func (p *PerPrincipal) get(ctx context.Context, principal string) (*Stdio, func(
 		return c.s, p.releaser(principal, c), nil
 	}
 	var evict *Stdio
-	if len(p.children)-1 >= p.max { // the no-principal child does not count
+	// The no-principal child does not count; children still starting do,
+	// or concurrent first calls of new principals would all start one.
+	if len(p.children)-1+p.starting >= p.max {
 		var lruKey string
 		var lru *principalChild
 		for k, c := range p.children {
@@ -125,15 +128,18 @@ func (p *PerPrincipal) get(ctx context.Context, principal string) (*Stdio, func(
 		delete(p.children, lruKey)
 		evict = lru.s
 	}
+	p.starting++
 	p.mu.Unlock()
 	if evict != nil {
 		_ = evict.Close()
 	}
 	s, err := NewStdio(ctx, p.cfg)
+	p.mu.Lock()
+	p.starting--
 	if err != nil {
+		p.mu.Unlock()
 		return nil, nil, err
 	}
-	p.mu.Lock()
 	if p.closed { // Close came while the child started: it is not Close's to stop
 		p.mu.Unlock()
 		_ = s.Close()

@@ -76,3 +76,60 @@ func TestPerPrincipalCloseWhileAChildStarts(t *testing.T) {
 		t.Fatalf("alice's child %d outlived Close", pid)
 	}
 }
+
+// A child that is still starting counts against --max-children: with a
+// limit of one, a second principal's first call while the first one's
+// child starts is refused as busy, not given a second child. (The gate
+// of TestPerPrincipalCloseWhileAChildStarts holds the first start.)
+func TestPerPrincipalStartingChildrenCount(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	gated, started, gate := filepath.Join(dir, "gated"), filepath.Join(dir, "started"), filepath.Join(dir, "gate")
+	cfg, _ := childConfig(t, "legacy")
+	cfg.Env = append(cfg.Env, "PATH="+os.Getenv("PATH"), "EXE="+exe, "GATED="+gated, "STARTED="+started, "GATE="+gate)
+	cfg.Command, cfg.Args = "/bin/sh", []string{"-c", `if [ -e "$GATED" ]; then echo $$ > "$STARTED.tmp"; mv "$STARTED.tmp" "$STARTED"; while [ ! -e "$GATE" ]; do sleep 0.01; done; fi; exec "$EXE" -test.run='^$'`}
+	p, err := NewPerPrincipal(context.Background(), cfg, 1, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	if err := os.WriteFile(gated, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	alice := make(chan error, 1)
+	go func() {
+		_, err := p.Call(WithPrincipal(context.Background(), "alice"), toolCall("1", "echo", nil, ""), nil, nil)
+		alice <- err
+	}()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(started); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("alice's child never started")
+		}
+	}
+	bob := make(chan error, 1)
+	go func() {
+		_, err := p.Call(WithPrincipal(context.Background(), "bob"), toolCall("2", "echo", nil, ""), nil, nil)
+		bob <- err
+	}()
+	var bobErr error
+	select {
+	case bobErr = <-bob:
+	case <-time.After(3 * time.Second): // bob's child is starting too (behind the gate)
+	}
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-alice; err != nil {
+		t.Fatalf("alice: %v", err)
+	}
+	if bobErr == nil {
+		bobErr = <-bob
+	}
+	wantCode(t, bobErr, CodeUnavailable)
+}
