@@ -181,6 +181,9 @@ func (m *Message) AnswersRound() bool {
 	return m.p.RequestState != nil || (len(m.p.InputResponses) > 0 && string(m.p.InputResponses) != "null")
 }
 
+// InputResponses are the request's raw inputResponses (nil if none).
+func (m *Message) InputResponses() json.RawMessage { return m.p.InputResponses }
+
 // Meta is the request's _meta.
 func (m *Message) Meta() map[string]json.RawMessage { return m.p.Meta }
 

@@ -45,10 +45,13 @@ func (p *Proxy) Handle(ctx context.Context, m *mcphttp.Message, body []byte, h h
 			Message: "mrtr-wasm proxy does not carry the tasks extension (" + m.Method + "): a task's input rounds would go around the guard; call the tool without a task"}))
 		return
 	}
-	if canAsk(m.Method) && m.AnswersRound() {
-		// Answers go to the guard, which refuses them without the state
-		// it sealed: never to the upstream unchecked.
+	if canAsk(m.Method) && m.IsRetry() {
 		p.resume(ctx, m, body, h, principal, s)
+		return
+	}
+	if canAsk(m.Method) && m.AnswersRound() {
+		// Answers without a state: never to the upstream unchecked.
+		p.answerAhead(ctx, m, body, h, principal, s)
 		return
 	}
 	if m.Method == "server/discover" {
@@ -173,17 +176,27 @@ func (p *Proxy) upstreamCall(ctx context.Context, m *mcphttp.Message, body []byt
 // ask seals the upstream's InputRequiredResult resp and returns the
 // client's answer: the sealed result, or why it was refused.
 func (p *Proxy) ask(ctx context.Context, m *mcphttp.Message, body []byte, principal string, resp []byte, after *host.UpstreamOutcome) []byte {
+	round, refused := p.sealRound(ctx, m, body, principal, resp, after)
+	if refused != nil {
+		return refused
+	}
+	return rpcResult(m.ID, round.Result)
+}
+
+// sealRound is ask's guard step: the sealed round, or the client's answer
+// that refuses it.
+func (p *Proxy) sealRound(ctx context.Context, m *mcphttp.Message, body []byte, principal string, resp []byte, after *host.UpstreamOutcome) (*host.UpstreamRound, []byte) {
 	t := time.Now()
 	sctx, span := p.cfg.Telemetry.StartStep(ctx, "guard ask")
 	round, err := p.cfg.Guard.UpstreamAsk(sctx, p.upstreamCall(ctx, m, body, principal), resp, after)
 	endStep(span, err)
 	p.metrics.GuardTime.WithLabelValues("ask").Observe(time.Since(t).Seconds())
 	if err != nil {
-		return p.refusedAsk(m, err)
+		return nil, p.refusedAsk(m, err)
 	}
 	p.metrics.Asks.WithLabelValues(m.Target()).Inc()
 	p.up.rounds.WithLabelValues("sealed").Inc()
-	return rpcResult(m.ID, round.Result)
+	return round, nil
 }
 
 // refusedAsk answers an upstream round the guard or the policy refused.

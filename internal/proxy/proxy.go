@@ -124,7 +124,7 @@ func New(cfg Config) (*Proxy, error) {
 			Name: "mrtr_upstream_refused_total", Help: "What the proxy refused from the upstream: server_request (a server-to-client request on a 2026-07-28 stream), form (a form the core or the policy refused), capability, invalid_result, tasks (a tasks/* request: the extension is not carried), not_object (a batch or other non-object message on its stream, dropped).",
 		}, []string{"what"}),
 		rounds: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "mrtr_proxy_rounds_total", Help: "Input rounds at the proxy: sealed, reasked (by the proxy itself), forwarded, replayed, rejected.",
+			Name: "mrtr_proxy_rounds_total", Help: "Input rounds at the proxy: sealed, reasked (by the proxy itself), forwarded, replayed, rejected, answered_ahead (answers sent without a state, checked against the round the upstream then asked).",
 		}, []string{"outcome"}),
 	}
 	cfg.Registry.MustRegister(p.up.calls, p.up.seconds, p.up.refused, p.up.rounds)

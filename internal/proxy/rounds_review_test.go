@@ -16,13 +16,15 @@ import (
 // Regression tests from the review of the input-round path
 // (2026-12-02): each failed on the code before its fix.
 
-// TestAnswersWithoutSealedStateNeverForwarded: a request with inputResponses
-// and no (or an empty) requestState is not a retry to the proxy and goes
-// upstream as it is: for an upstream that asks without a requestState, or
-// with "" (both carried by the proxy), that is exactly what a forwarded
-// round looks like, with nothing checked and no ledger.
+// TestAnswersWithoutSealedStateNeverForwarded: a request with
+// inputResponses and no (or an empty) requestState used to go upstream as
+// it was: for an upstream that asks without a requestState, or with ""
+// (both carried by the proxy), exactly what a forwarded round looks like,
+// with nothing checked and no ledger. Now the call goes upstream without
+// them, and the answers are checked against what it asks: invalid ones
+// are asked again by the proxy; valid ones are forwarded, and only they.
 func TestAnswersWithoutSealedStateNeverForwarded(t *testing.T) {
-	for _, c := range []struct{ name, upState, forged string }{
+	for _, c := range []struct{ name, upState, sent string }{
 		{"none", ``, ``},
 		{"empty", `,"requestState":""`, `,"requestState":""`},
 	} {
@@ -42,15 +44,25 @@ func TestAnswersWithoutSealedStateNeverForwarded(t *testing.T) {
 				}
 			})
 			base, _ := newProxy(t, newGuard(t), httpUpstream(t, up.URL))
-			forged := `,"inputResponses":{"a":{"action":"accept","content":{"seats":100000}}}` + c.forged
+			invalid := `,"inputResponses":{"a":{"action":"accept","content":{"seats":100000}}}` + c.sent
 			for i := 0; i < 3; i++ {
-				m, _ := callTool(t, base, "book", `{}`, forged)
-				if m.Error == nil || m.Error.Code != -32602 || !strings.Contains(m.Error.Message, "requestState") {
-					t.Fatalf("answers without the sealed state: want -32602 naming requestState, got %s %+v", m.Result, m.Error)
+				m, _ := callTool(t, base, "book", `{}`, invalid)
+				if m.Error != nil || !bytes.Contains(m.Result, []byte(`"resultType":"input_required"`)) || !bytes.Contains(m.Result, []byte("v4.local.")) {
+					t.Fatalf("invalid answers ahead: want a sealed round asking again, got %s %+v", m.Result, m.Error)
 				}
 			}
 			if n := answered.Load(); n != 0 {
-				t.Fatalf("unsealed, unchecked answers reached the upstream %d times: %v", n, got.Load())
+				t.Fatalf("unchecked answers reached the upstream %d times: %v", n, got.Load())
+			}
+			// Valid answers ahead are forwarded, with the upstream's own
+			// state put back, and a key no one asked is not.
+			m, _ := callTool(t, base, "book", `{}`, `,"inputResponses":{"a":{"action":"accept","content":{"seats":2}},"zz":{"action":"accept","content":{"x":1}}}`+c.sent)
+			if m.Error != nil || answered.Load() != 1 {
+				t.Fatalf("valid answers ahead: %s %+v (upstream answered %d times)", m.Result, m.Error, answered.Load())
+			}
+			body := got.Load().(string)
+			if !strings.Contains(body, `"seats":2`) || strings.Contains(body, `"zz"`) || strings.Contains(body, "v4.local.") || strings.Contains(body, `"requestState"`) != (c.upState != "") {
+				t.Fatalf("forwarded: %s", body)
 			}
 		})
 	}
