@@ -55,6 +55,9 @@ const (
 	loginTTL      = 10 * time.Minute
 	sessionTTL    = 10 * time.Minute
 	maxPending    = 10000
+	// maxPendingPerPage is how many sign-ins may wait for one page
+	// (returnTo): a few tabs' worth.
+	maxPendingPerPage = 8
 )
 
 // ErrLogin is a sign-in that failed (a stale or forged callback, a
@@ -86,10 +89,32 @@ func (l *Login) Start(w http.ResponseWriter, r *http.Request, returnTo string) {
 	state, nonce, bind, verifier := random(), random(), random(), oauth2.GenerateVerifier()
 	now := time.Now()
 	l.mu.Lock()
+	// Room is made at the expense of the same page's sign-ins first: any
+	// user may open a /connect link of theirs again and again, and must
+	// not push other users' sign-ins out.
+	var sameKey, oldKey string
+	var same, old *pendingLogin
+	sameCount := 0
 	for k, p := range l.pending {
-		if now.After(p.expires) || len(l.pending) >= maxPending {
+		if now.After(p.expires) {
 			delete(l.pending, k)
+			continue
 		}
+		if p.returnTo == returnTo {
+			sameCount++
+			if same == nil || p.expires.Before(same.expires) {
+				sameKey, same = k, p
+			}
+		}
+		if old == nil || p.expires.Before(old.expires) {
+			oldKey, old = k, p
+		}
+	}
+	switch {
+	case sameCount >= maxPendingPerPage:
+		delete(l.pending, sameKey)
+	case len(l.pending) >= maxPending:
+		delete(l.pending, oldKey)
 	}
 	l.pending[state] = &pendingLogin{binding: sha256.Sum256([]byte(bind)), verifier: verifier, nonce: nonce, returnTo: returnTo, expires: now.Add(loginTTL)}
 	l.mu.Unlock()

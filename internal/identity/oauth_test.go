@@ -353,3 +353,33 @@ func TestLoginStart(t *testing.T) {
 		}
 	}
 }
+
+// TestLoginStartKeepsOtherPagesSignIns: opening one /connect page again
+// and again evicts that page's own oldest sign-ins, never another
+// user's pending one.
+func TestLoginStartKeepsOtherPagesSignIns(t *testing.T) {
+	l := &Login{pending: map[string]*pendingLogin{}, callback: "/connect/callback"}
+	start := func(page string) string {
+		w := httptest.NewRecorder()
+		l.Start(w, httptest.NewRequest("GET", page, nil), page)
+		loc, err := url.Parse(w.Header().Get("Location"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return loc.Query().Get("state")
+	}
+	alice := start("/connect/alice-link")
+	var bob []string
+	for i := 0; i < 3*maxPendingPerPage; i++ {
+		bob = append(bob, start("/connect/bob-link"))
+	}
+	if _, ok := l.pending[alice]; !ok {
+		t.Fatal("another page's sign-ins pushed alice's out")
+	}
+	if n := len(l.pending); n != 1+maxPendingPerPage {
+		t.Fatalf("%d sign-ins pending, want alice's and bob's last %d", n, maxPendingPerPage)
+	}
+	if _, ok := l.pending[bob[len(bob)-1]]; !ok {
+		t.Fatal("bob's newest sign-in is gone")
+	}
+}
