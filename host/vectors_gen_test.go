@@ -715,6 +715,8 @@ func genUpstream(t *testing.T) *gen {
 	ures("decline: an invalid accept beside it and a key no one asked are not forwarded", upCall{label: "u36", request: clientCall("book_demo_call", args, "", upRetry(`{"contact":{"action":"accept","content":{"name":"Ann Lee","email":"ann-at-example"}},"confirm":{"action":"decline"},"zz":{"action":"accept","content":{"ok":true}}}`, tm))}, ok("declined"))
 	after := tokenOf(t, uask("a further upstream round keeps the operation", "u33", call1, upstreamResult(`{"confirm":`+confirmForm+`}`, "round=2;name=Ann"), `,"after":{"operationId":"AAECAwQFBgcICQoLDA0ODw","round":1}`, ok("input_required")))
 	ures("a further upstream round forwards under its own upstream round", upCall{label: "u37", request: clientCall("book_demo_call", args, "", upRetry(`{"confirm":{"action":"accept","content":{"ok":true}}}`, after))}, ok("complete"))
+	nothing := tokenOf(t, uask("an upstream round that asks nothing", "u39", call1, `{"jsonrpc":"2.0","id":7,"result":{"resultType":"input_required"}}`, "", ok("input_required")))
+	ures("a round that asked nothing completes without answers", upCall{label: "u39b", request: clientCall("book_demo_call", args, "", upRetry("", nothing))}, ok("complete"))
 	uask("arguments with a number a double does not hold as written", "u38", clientCall("book_demo_call", `{"topic":"pricing","account":9007199254740993}`, "", ""), upstreamResult(`{"confirm":`+confirmForm+`}`, "s"), "", fail(core.CodeArgumentsMalformed))
 	uask("a further upstream round past the limit", "u34", call1, upstreamResult(`{"confirm":`+confirmForm+`}`, "round=4"), `,"after":{"operationId":"AAECAwQFBgcICQoLDA0ODw","round":3}`, fail(core.CodeRoundsExceeded))
 

@@ -153,7 +153,10 @@ func (g *Guard) endForward(u *upstreamMsg, st *stateIn, fwd []string) *Error {
 	}
 	p := &g.p
 	resp := p.get(u.params, "inputResponses")
-	g.fbuf = g.appendForwardResponses(g.fbuf[:0], st, resp, fwd)
+	g.fbuf = g.fbuf[:0]
+	if resp >= 0 { // a round that asked nothing completes without answers
+		g.fbuf = g.appendForwardResponses(g.fbuf, st, resp, fwd)
+	}
 	var digest [32]byte
 	if p.kindOf(resp) == jObject {
 		var err *Error
