@@ -168,10 +168,10 @@ func (g *Guard) resume(root int32, cp *callCtx, token string, resp int32, up *up
 	switch {
 	case len(declined) > 0:
 		g.emitEnd("declined", st, "declined", declined)
-		return g.endForward(up, st, fwd)
+		return g.endForward(up, st, fwd, nil)
 	case len(cancelled) > 0:
 		g.emitEnd("cancelled", st, "cancelled", cancelled)
-		return g.endForward(up, st, fwd)
+		return g.endForward(up, st, fwd, nil)
 	case len(reasks) == 0:
 		g.begin()
 		g.out = append(g.out, `,"status":"complete","operationId":`...)
@@ -193,7 +193,7 @@ func (g *Guard) resume(root int32, cp *callCtx, token string, resp int32, up *up
 			g.out = appendString(g.out, st.app)
 		}
 		g.end()
-		return g.endForward(up, st, fwd)
+		return g.endForward(up, st, fwd, &d)
 	}
 	if st.round >= int(maxRounds) {
 		data := []byte(`{"fields":[`)

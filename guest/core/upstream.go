@@ -147,7 +147,11 @@ func (g *Guard) upstreamResumeOp(root int32) *Error {
 // asked, the ledger's key), "forwardDigest" (of the answers forwarded, the
 // ledger's fingerprint for any outcome) and "forward" go before the
 // closing brace. fwd are the keys whose answers were checked.
-func (g *Guard) endForward(u *upstreamMsg, st *stateIn, fwd []string) *Error {
+//
+// known is the answersDigest a complete outcome already carries: the same
+// answers (sealed ones, then those accepted now), so it is not computed
+// twice.
+func (g *Guard) endForward(u *upstreamMsg, st *stateIn, fwd []string, known *[32]byte) *Error {
 	if u == nil {
 		return nil
 	}
@@ -158,7 +162,11 @@ func (g *Guard) endForward(u *upstreamMsg, st *stateIn, fwd []string) *Error {
 		g.fbuf = g.appendForwardResponses(g.fbuf, st, resp, fwd)
 	}
 	var digest [32]byte
-	if p.kindOf(resp) == jObject {
+	switch {
+	case p.kindOf(resp) != jObject:
+	case known != nil:
+		digest = *known
+	default:
 		var err *Error
 		if digest, err = g.answersDigest(g.fbuf); err != nil {
 			return err
