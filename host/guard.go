@@ -478,6 +478,7 @@ type response struct {
 	Result        *InputRequiredResult       `json:"result"`
 	Answers       map[string]json.RawMessage `json:"answers"`
 	Declined      []string                   `json:"declined"`
+	Remember      int64                      `json:"rememberSeconds"`
 	Cancelled     []string                   `json:"cancelled"`
 	Progress      string                     `json:"progress"`
 	Findings      []Finding                  `json:"findings"`
@@ -601,14 +602,7 @@ func (g *Guard) Ask(ctx context.Context, req *Request, inputs []InputRequest, op
 		env = base64.RawURLEncoding.AppendEncode(env, o.progress)
 		env = append(env, '"')
 	}
-	if o.ttl > 0 {
-		env = append(env, `,"ttl":`...)
-		env = strconv.AppendInt(env, int64(o.ttl/time.Second), 10)
-	}
-	if o.maxRounds > 0 {
-		env = append(env, `,"maxRounds":`...)
-		env = strconv.AppendInt(env, int64(o.maxRounds), 10)
-	}
+	env = o.appendPolicyLimits(env)
 	if a := o.after; a != nil {
 		if a.Status != Complete {
 			return nil, &Error{Code: core.CodeRequestMalformed, Message: "WithPrevious needs a complete outcome"}
@@ -679,7 +673,7 @@ func (g *Guard) Resume(ctx context.Context, req *Request) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	env = g.appendResumeLimits(env, lim)
+	env = lim.appendPolicyLimits(env)
 	env = append(env, '}')
 	var r response
 	if err := g.call(ctx, env, &r); err != nil {
@@ -693,6 +687,7 @@ func (g *Guard) Resume(ctx context.Context, req *Request) (*Outcome, error) {
 		AnswersDigest: r.AnswersDigest,
 		Declined:      r.Declined,
 		Cancelled:     r.Cancelled,
+		remember:      time.Duration(r.Remember) * time.Second,
 	}
 	if r.Progress != "" {
 		o.Progress, _ = base64.RawURLEncoding.DecodeString(r.Progress)

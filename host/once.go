@@ -121,7 +121,7 @@ func (g *Guard) Once(ctx context.Context, o *Outcome, effect func(ctx context.Co
 		return nil, false, errOnceNotComplete()
 	}
 	fp, ok := answersKey(o)
-	if !ok {
+	if !ok || o.remember <= 0 {
 		return nil, false, errOnceNotComplete()
 	}
 	if effect == nil {
@@ -140,7 +140,7 @@ func (g *Guard) Once(ctx context.Context, o *Outcome, effect func(ctx context.Co
 		}
 		switch c.Status {
 		case ledger.Acquired:
-			return g.runClaimed(ctx, l, o.OperationID, fp, c.Token, start, effect)
+			return g.runClaimed(ctx, l, o.OperationID, fp, c.Token, start, o.remember+l.margin, effect)
 		case ledger.Finished:
 			return c.Result, true, nil
 		case ledger.Conflict:
@@ -164,7 +164,7 @@ func (g *Guard) Once(ctx context.Context, o *Outcome, effect func(ctx context.Co
 	}
 }
 
-func (g *Guard) runClaimed(ctx context.Context, l *onceLedger, op string, fp ledger.Fingerprint, token string, start time.Time, effect func(context.Context) ([]byte, error)) ([]byte, bool, error) {
+func (g *Guard) runClaimed(ctx context.Context, l *onceLedger, op string, fp ledger.Fingerprint, token string, start time.Time, ttl time.Duration, effect func(context.Context) ([]byte, error)) ([]byte, bool, error) {
 	// The lease started no earlier than start, on any clock: ending here
 	// ends the effect before the ledger can give the operation away.
 	ectx := &leaseContext{Context: ctx, end: start.Add(l.lease)}
@@ -189,7 +189,6 @@ func (g *Guard) runClaimed(ctx context.Context, l *onceLedger, op string, fp led
 		res = []byte{}
 	}
 	finished = true
-	ttl := g.rememberFor()
 	for attempt := 0; ; attempt++ {
 		fctx, cancel := l.bound(bg)
 		err = l.Finish(fctx, op, token, fp, res, ttl)
@@ -321,15 +320,4 @@ func answersKey(o *Outcome) (ledger.Fingerprint, bool) {
 	}
 	_, err := hex.Decode(fp[:], []byte(o.AnswersDigest))
 	return fp, err == nil
-}
-
-// rememberFor is how long a finished operation stays in the ledger: as
-// long as any state of it can still open, plus the margin. A state lives
-// the guard's TTL at most (a policy only narrows it), and a replay of a
-// state that still opens can seal another round of the same operation
-// (a re-ask, or WithPrevious) with a fresh TTL, up to the round limit: so
-// the last state of an operation can open until rounds × TTL after its
-// first was sealed, and Finish comes after that first one.
-func (g *Guard) rememberFor() time.Duration {
-	return time.Duration(max(g.cfg.maxRounds, 1))*g.cfg.ttl + g.once.margin
 }

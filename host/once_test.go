@@ -150,7 +150,10 @@ func TestOnceNotComplete(t *testing.T) {
 	if err != nil || o.Status != host.Declined {
 		t.Fatal(o, err)
 	}
-	for _, o := range []*host.Outcome{nil, o, {Status: host.InputRequired, OperationID: "x"}, {Status: host.Complete}} {
+	// A complete outcome built by hand, with a valid digest, lacks the
+	// core's rememberSeconds: the ledger would not know how long to keep it.
+	handmade := &host.Outcome{Status: host.Complete, OperationID: "op", Round: 1, AnswersDigest: strings.Repeat("ab", 32)}
+	for _, o := range []*host.Outcome{nil, o, {Status: host.InputRequired, OperationID: "x"}, {Status: host.Complete}, handmade} {
 		_, _, err := g.Once(ctx, o, c.effect)
 		onceCode(t, err, host.CodeNotComplete)
 	}

@@ -1,7 +1,6 @@
 package host
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"strconv"
@@ -179,15 +178,9 @@ func (g *Guard) policyAsk(ctx context.Context, req *Request, inputs []InputReque
 	if err := denied(d, err); err != nil {
 		return err
 	}
-	// The policy narrows the guard's limits, never widens them: the
-	// ledger keeps a finished round for as long as the guard's own limits
-	// let any state of it be sealed (Once), and no longer.
-	if d.TTL > 0 && d.TTL < cmp.Or(o.ttl, g.cfg.ttl) {
-		o.ttl = d.TTL
-	}
-	if d.MaxRounds > 0 && d.MaxRounds < cmp.Or(o.maxRounds, g.cfg.maxRounds) {
-		o.maxRounds = d.MaxRounds
-	}
+	// The core narrows the guard's own limits with these, never widens
+	// them (guest/ABI.md, policyTtl and policyMaxRounds).
+	o.ttl, o.maxRounds = d.TTL, d.MaxRounds
 	return nil
 }
 
@@ -205,16 +198,18 @@ func (g *Guard) policyResume(ctx context.Context, req *Request) (askOptions, err
 	return askOptions{maxRounds: d.MaxRounds, ttl: d.TTL}, nil
 }
 
-// appendResumeLimits adds the policy's limits for a resume to env: the
-// round limit, and the TTL a re-ask is sealed with (as on ask, neither
-// beyond the guard's own).
-func (g *Guard) appendResumeLimits(env []byte, o askOptions) []byte {
-	if o.maxRounds > 0 && o.maxRounds < g.cfg.maxRounds {
-		env = append(env, `,"maxRounds":`...)
+// appendPolicyLimits adds the policy's limits to an ask or resume
+// envelope as policyTtl and policyMaxRounds. The core narrows the guard's
+// own limits with them, never widens them: the ledger keeps a finished
+// round for as long as the guard's own limits let a state of it open
+// (rememberSeconds).
+func (o askOptions) appendPolicyLimits(env []byte) []byte {
+	if o.maxRounds > 0 {
+		env = append(env, `,"policyMaxRounds":`...)
 		env = strconv.AppendInt(env, int64(o.maxRounds), 10)
 	}
-	if o.ttl >= time.Second && o.ttl < g.cfg.ttl {
-		env = append(env, `,"ttl":`...)
+	if o.ttl >= time.Second {
+		env = append(env, `,"policyTtl":`...)
 		env = strconv.AppendInt(env, int64(o.ttl/time.Second), 10)
 	}
 	return env

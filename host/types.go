@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/mrtr-wasm/mrtr-wasm/guest/core"
 )
@@ -133,6 +134,9 @@ type Outcome struct {
 	Progress []byte
 	// InputRequired is the result to return when Status is InputRequired.
 	InputRequired *InputRequiredResult
+	// remember is how long Once keeps the outcome (before the ledger's
+	// margin): the core's rememberSeconds.
+	remember time.Duration
 }
 
 // Content decodes the form content accepted for key into v.

@@ -74,6 +74,9 @@ type UpstreamOutcome struct {
 	// upstream: the client's request with the upstream's requestState put
 	// back and the answers as the client sent them.
 	Forward json.RawMessage
+	// remember is the core's rememberSeconds: how long OnceForward keeps
+	// the upstream's result (before the ledger's margin).
+	remember time.Duration
 }
 
 type upstreamResponse struct {
@@ -92,6 +95,7 @@ type upstreamResponse struct {
 	Forward     json.RawMessage            `json:"forward"`
 	Inputs      json.RawMessage            `json:"inputRequests"` // upstream.inputs
 	Interrupted bool                       `json:"interrupted"`
+	Remember    int64                      `json:"rememberSeconds"`
 }
 
 // rawDecoder is a guest response that reads the guest's output itself,
@@ -130,6 +134,8 @@ func (r *upstreamResponse) decodeRaw(out []byte) error {
 			r.UpRound, err = strconv.Atoi(string(v))
 		case "forwardDigest":
 			r.FwdDigest, err = rawString(v)
+		case "rememberSeconds":
+			r.Remember, err = strconv.ParseInt(string(v), 10, 64)
 		case "result":
 			r.Result = v
 		case "forward":
@@ -221,7 +227,7 @@ func (g *Guard) UpstreamAsk(ctx context.Context, c *UpstreamCall, response json.
 			return nil, err
 		}
 		g.upLimits.put(key, o)
-		if g.sameLimits(o, guess) {
+		if sameLimits(o, guess) {
 			return r, nil
 		}
 		return g.upstreamAsk(ctx, c, response, after, o)
@@ -237,22 +243,12 @@ func (g *Guard) UpstreamAsk(ctx context.Context, c *UpstreamCall, response json.
 	return g.upstreamAsk(ctx, c, response, after, o)
 }
 
-// sameLimits reports whether a and b seal alike: a zero limit is the
-// guard's own (what upstream.ask uses when the envelope names none).
-func (g *Guard) sameLimits(a, b askOptions) bool {
-	ttl := func(o askOptions) time.Duration {
-		if o.ttl == 0 {
-			return g.cfg.ttl / time.Second
-		}
-		return o.ttl / time.Second
-	}
-	rounds := func(o askOptions) int {
-		if o.maxRounds == 0 {
-			return g.cfg.maxRounds
-		}
-		return o.maxRounds
-	}
-	return ttl(a) == ttl(b) && rounds(a) == rounds(b)
+// sameLimits reports whether a and b put the same policy limits in the
+// envelope. (Two that differ may still seal alike, since the core narrows
+// the guard's own limits with them; that costs a second guest call, never
+// a wrong state.)
+func sameLimits(a, b askOptions) bool {
+	return a.ttl/time.Second == b.ttl/time.Second && a.maxRounds == b.maxRounds
 }
 
 // limitsMemo holds the limits the policy last set per upstream tool,
@@ -289,14 +285,7 @@ func (g *Guard) upstreamAsk(ctx context.Context, c *UpstreamCall, response json.
 	if env, err = appendRaw(env, "response", response); err != nil {
 		return nil, &Error{Code: core.CodeUpstreamResult, Message: "the upstream's response is not JSON"}
 	}
-	if o.ttl > 0 {
-		env = append(env, `,"ttl":`...)
-		env = strconv.AppendInt(env, int64(o.ttl/time.Second), 10)
-	}
-	if o.maxRounds > 0 {
-		env = append(env, `,"maxRounds":`...)
-		env = strconv.AppendInt(env, int64(o.maxRounds), 10)
-	}
+	env = o.appendPolicyLimits(env)
 	if after != nil {
 		env = append(env, `,"after":{"operationId":`...)
 		env = core.AppendJSONString(env, after.OperationID)
@@ -326,14 +315,15 @@ func (g *Guard) UpstreamResume(ctx context.Context, c *UpstreamCall) (*UpstreamO
 	if err != nil {
 		return nil, err
 	}
-	env = g.appendResumeLimits(env, lim)
+	env = lim.appendPolicyLimits(env)
 	env = append(env, '}')
 	var r upstreamResponse
 	if err := g.callInto(ctx, env, &r); err != nil {
 		return nil, err
 	}
 	o := &UpstreamOutcome{Status: r.Status, OperationID: r.OperationID, Round: r.Round, UpstreamRound: r.UpRound, ForwardDigest: r.FwdDigest, Answers: r.Answers,
-		AnswersDigest: r.Digest, Declined: r.Declined, Cancelled: r.Cancelled, Forward: r.Forward}
+		AnswersDigest: r.Digest, Declined: r.Declined, Cancelled: r.Cancelled, Forward: r.Forward,
+		remember: time.Duration(r.Remember) * time.Second}
 	if r.Status == InputRequired {
 		o.InputRequired = r.Result
 	}
@@ -359,7 +349,7 @@ func (g *Guard) OnceForward(ctx context.Context, o *UpstreamOutcome, effect func
 		h := sha256.Sum256([]byte("mrtr-wasm/proxy/" + string(o.Status) + "\x00" + o.ForwardDigest))
 		digest = hex.EncodeToString(h[:])
 	}
-	op := &Outcome{Status: Complete, OperationID: o.OperationID + "/" + strconv.Itoa(cmp.Or(o.UpstreamRound, o.Round)), Answers: o.Answers, AnswersDigest: digest}
+	op := &Outcome{Status: Complete, OperationID: o.OperationID + "/" + strconv.Itoa(cmp.Or(o.UpstreamRound, o.Round)), Answers: o.Answers, AnswersDigest: digest, remember: o.remember}
 	return g.Once(ctx, op, effect)
 }
 

@@ -321,6 +321,12 @@ func genAsk(t *testing.T) *gen {
 	v.req("missing principal", `{"v":1,"op":"ask","now":1785196800000,"rand":"`+vecRand("m2")+`","method":"tools/call","target":"t","inputRequests":{}}`, fail(core.CodeRequestMalformed))
 	v.req("keys differing only in case", call{op: "ask", label: "m3", rest: askRest(`{"contact":` + contactForm + `,"Contact":` + confirmForm + `}`)}.env(), fail(core.CodeCaseDuplicateKey))
 	v.req("custom ttl and rounds", call{op: "ask", label: "m4", rest: askRest(`{"confirm":`+confirmForm+`}`) + `,"ttl":60,"maxRounds":2`}.env(), ok("input_required"))
+	// Limits only narrow the guard's own (300 s, 3 rounds): the state's
+	// expiry shows which TTL it was sealed with.
+	v.req("a ttl above the guard's own seals with the guard's", call{op: "ask", label: "m6", rest: askRest(`{"confirm":`+confirmForm+`}`) + `,"ttl":600,"maxRounds":50`}.env(), ok("input_required"))
+	v.req("the policy's limits narrow", call{op: "ask", label: "m7", rest: askRest(`{"confirm":`+confirmForm+`}`) + `,"policyTtl":60,"policyMaxRounds":1`}.env(), ok("input_required"))
+	v.req("the narrowest of the caller's and the policy's ttl counts", call{op: "ask", label: "m8", rest: askRest(`{"confirm":`+confirmForm+`}`) + `,"ttl":120,"policyTtl":86401`}.env(), ok("input_required"))
+	v.req("a policy ttl of 0", call{op: "ask", label: "m9", rest: askRest(`{"confirm":`+confirmForm+`}`) + `,"policyTtl":0`}.env(), fail(core.CodeRequestMalformed))
 	v.req("configure small maxState", configure([]string{vecKeyA}, `,"maxState":600`), ok(""))
 	v.req("state over maxState", call{op: "ask", label: "m5", rest: askRest(`{"contact":` + contactForm + `,"confirm":` + confirmForm + `}`)}.env(), fail(core.CodeRequestTooLarge))
 	return v
@@ -397,6 +403,8 @@ func genResume(t *testing.T) *gen {
 	resume("no elicitation capability on the re-ask", "r84", tp, `{}`, ok("input_required"))
 	v.req("re-ask refused when the retry dropped the capability", call{op: "resume", label: "r85", caps: `{}`, rest: resumeRest(tp, `{}`)}.env(), fail(core.CodeCapabilityMissing))
 	v.req("resume with a round limit of 1", call{op: "resume", label: "r86", rest: resumeRest(tp, `{}`) + `,"maxRounds":1`}.env(), fail(core.CodeRoundsExceeded))
+	v.req("resume with a policy round limit of 1", call{op: "resume", label: "r88", rest: resumeRest(tp, `{}`) + `,"policyMaxRounds":1`}.env(), fail(core.CodeRoundsExceeded))
+	v.req("a policy round limit above the guard's keeps the guard's", call{op: "resume", label: "r89", rest: resumeRest(tp, `{}`) + `,"policyMaxRounds":100,"policyTtl":30`}.env(), ok("input_required"))
 	v.req("resume without requestState", call{op: "resume", label: "r87", rest: `,"inputResponses":{}`}.env(), fail(core.CodeRequestMalformed))
 	return v
 }

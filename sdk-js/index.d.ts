@@ -79,6 +79,8 @@ export class Outcome {
   readonly progress: Uint8Array | undefined;
   /** When complete: the core's digest of the answers (64 hex, guest/ABI.md), the ledger key. */
   readonly answersDigest?: string;
+  /** Ended rounds (complete, declined, cancelled): how long, in seconds, a state of this operation may still open (the guard's round limit times its ttl; guest/ABI.md). guard.once keeps the result that long, plus marginMs. */
+  readonly rememberSeconds?: number;
   declined?: string[];
   cancelled?: string[];
   /** When input_required: the result to return (it asks again, naming what is wrong). */
@@ -268,8 +270,6 @@ export interface OnceOptions {
   marginMs?: number;
   /** Bound on each ledger call, in ms (default 1000): one that runs over fails closed. */
   ledgerTimeoutMs?: number;
-  /** How long, in seconds, some state of the operation could still be replayed (default: the guard's ttl times its maxRounds: a replay may seal a re-ask with a fresh ttl). */
-  ttl?: number;
 }
 
 // --- policies -----------------------------------------------------------------

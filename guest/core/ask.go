@@ -85,11 +85,8 @@ func (g *Guard) ask(root int32, cp *callCtx, reqs int32, ups *string, progress b
 	}
 
 	st := stateOut{round: 1}
-	if st.ttl, err = optInt(p, root, "ttl", g.ttl, 1, MaxTTLSeconds); err != nil {
-		return err
-	}
-	maxRounds, err := optInt(p, root, "maxRounds", int64(g.maxRounds), 1, MaxRoundsLimit)
-	if err != nil {
+	var maxRounds int64
+	if st.ttl, maxRounds, err = g.limits(root); err != nil {
 		return err
 	}
 	if pn := p.get(root, "progress"); progress && pn >= 0 && p.kindOf(pn) != jNull {

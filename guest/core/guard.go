@@ -273,6 +273,44 @@ func (g *Guard) configure(root int32) *Error {
 	return nil
 }
 
+// limits are a round's TTL (seconds) and round limit: the guard's own,
+// narrowed by the caller's (ttl, maxRounds) and the policy's (policyTtl,
+// policyMaxRounds). A limit only narrows: one above the guard's own
+// leaves it, since the ledger remembers a finished operation for as long
+// as the guard's own limits let a state of it open (rememberSeconds). So
+// any positive integer is taken, and only the smallest counts.
+func (g *Guard) limits(root int32) (ttl, rounds int64, err *Error) {
+	const most = 1<<53 - 1
+	ttl, rounds = g.ttl, int64(g.maxRounds)
+	for _, k := range [...]string{"ttl", "policyTtl"} {
+		v, err := optInt(&g.p, root, k, ttl, 1, most)
+		if err != nil {
+			return 0, 0, err
+		}
+		ttl = min(ttl, v)
+	}
+	for _, k := range [...]string{"maxRounds", "policyMaxRounds"} {
+		v, err := optInt(&g.p, root, k, rounds, 1, most)
+		if err != nil {
+			return 0, 0, err
+		}
+		rounds = min(rounds, v)
+	}
+	return ttl, rounds, nil
+}
+
+// appendRemember adds rememberSeconds to an outcome that ends a round:
+// how long after it a state of its operation may still open. Each state
+// lives the guard's TTL at most, and a replay of one that still opens can
+// seal a further round (a re-ask, or after) with a fresh TTL, up to the
+// round limit, so the last state of an operation may open until rounds ×
+// TTL after its first. A host's ledger keeps the outcome that long (plus
+// its margin), so a replay finds it.
+func (g *Guard) appendRemember(dst []byte) []byte {
+	dst = append(dst, `,"rememberSeconds":`...)
+	return strconv.AppendInt(dst, int64(max(g.maxRounds, 1))*g.ttl, 10)
+}
+
 func optInt(p *parser, obj int32, key string, def, lo, hi int64) (int64, *Error) {
 	n := p.get(obj, key)
 	if n < 0 || p.kindOf(n) == jNull {

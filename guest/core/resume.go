@@ -32,11 +32,7 @@ func (g *Guard) resumeOp(root int32) *Error {
 func (g *Guard) resume(root int32, cp *callCtx, token string, resp int32, up *upstreamMsg) *Error {
 	p := &g.p
 	c := *cp
-	maxRounds, err := optInt(p, root, "maxRounds", int64(g.maxRounds), 1, MaxRoundsLimit)
-	if err != nil {
-		return err
-	}
-	ttl, err := optInt(p, root, "ttl", g.ttl, 1, MaxTTLSeconds)
+	ttl, maxRounds, err := g.limits(root)
 	if err != nil {
 		return err
 	}
@@ -188,6 +184,7 @@ func (g *Guard) resume(root int32, cp *callCtx, token string, resp int32, up *up
 		g.out = append(g.out, `,"answersDigest":"`...)
 		g.out = hex.AppendEncode(g.out, d[:])
 		g.out = append(g.out, '"')
+		g.out = g.appendRemember(g.out)
 		if st.app != "" {
 			g.out = append(g.out, `,"progress":`...)
 			g.out = appendString(g.out, st.app)
@@ -384,6 +381,7 @@ func (g *Guard) emitEnd(status string, st *stateIn, field string, keys []string)
 		g.out = appendString(g.out, k)
 	}
 	g.out = append(g.out, ']')
+	g.out = g.appendRemember(g.out)
 	g.end()
 }
 

@@ -100,6 +100,8 @@ export class Outcome {
     });
     // The core's digest of the answers (guest/ABI.md): the ledger key.
     if (typeof r.answersDigest === 'string') Object.defineProperty(this, 'answersDigest', { value: r.answersDigest, enumerable: false });
+    // How long the ledger keeps the outcome (guard.once): the core's figure.
+    if (typeof r.rememberSeconds === 'number') Object.defineProperty(this, 'rememberSeconds', { value: r.rememberSeconds, enumerable: false });
   }
 
   /** The form content accepted for key. */
@@ -364,13 +366,7 @@ class Guard {
    */
   async ask(request, inputs = [], options = {}) {
     if (!Array.isArray(inputs)) throw new GuardError(codes.REQUEST_MALFORMED, 'inputs must be an array of input requests');
-    let ttl = this.#narrow(options.ttl, this.#ttl);
-    let maxRounds = this.#narrow(options.maxRounds, this.#maxRounds);
-    if (this.#policy) {
-      const d = await this.#consult('ask', request, inputs);
-      ttl = this.#narrow(d.ttl, ttl || this.#ttl);
-      maxRounds = this.#narrow(d.maxRounds, maxRounds || this.#maxRounds);
-    }
+    const d = this.#policy ? await this.#consult('ask', request, inputs) : undefined;
     let env = this.#envelope('ask', request);
     env += ',"inputRequests":' + inputRequests(inputs);
     if (options.progress !== undefined) {
@@ -378,8 +374,7 @@ class Guard {
       if (!(b instanceof Uint8Array)) throw new GuardError(codes.REQUEST_MALFORMED, 'progress must be bytes or a string');
       if (b.length > 0) env += `,"progress":"${b64encode(b)}"`;
     }
-    if (ttl > 0) env += `,"ttl":${jsonInt('ttl', ttl)}`;
-    if (maxRounds > 0) env += `,"maxRounds":${jsonInt('maxRounds', maxRounds)}`;
+    env += limits(options, d);
     const a = options.after;
     if (a !== undefined) {
       if (!a || a.status !== Status.COMPLETE) throw new GuardError(codes.REQUEST_MALFORMED, 'after needs a complete outcome');
@@ -399,23 +394,18 @@ class Guard {
    */
   async resume(request, options = {}) {
     if (!isRetry(request)) throw new GuardError(codes.REQUEST_MALFORMED, 'resume needs the requestState the client echoed');
-    let maxRounds = this.#narrow(options.maxRounds, this.#maxRounds);
-    let ttl = this.#narrow(options.ttl, this.#ttl);
+    let d;
     if (this.#policy) {
       // A refusal on resume leaves no further rounds (host/policy.go
       // policyRounds): the answers in hand still count.
-      let d;
       try {
         d = await this.#consult('resume', request);
       } catch {
         d = { maxRounds: 1 };
       }
-      maxRounds = this.#narrow(d.maxRounds, maxRounds || this.#maxRounds);
-      ttl = this.#narrow(d.ttl, ttl || this.#ttl);
     }
     let env = this.#envelope('resume', request);
-    if (maxRounds > 0) env += `,"maxRounds":${jsonInt('maxRounds', maxRounds)}`;
-    if (ttl > 0) env += `,"ttl":${jsonInt('ttl', ttl)}`;
+    env += limits(options, d);
     env += '}';
     const r = await this.#call(env, options.signal);
     return new Outcome(r);
@@ -452,16 +442,9 @@ class Guard {
    * answers under the same operation id are a conflict.
    */
   async once(outcome, effect, options = {}) {
-    // Remembered as long as any state of the operation may open: a replay
-    // can seal a re-ask with a fresh TTL, up to the round limit (the
-    // guard's limits are the ceiling; asks and policies only narrow them).
-    return runOnce(options.ledger ?? this.#ledger, outcome, effect, { ttlSeconds: this.#ttl * this.#maxRounds, ...this.#onceDefaults, ...options });
-  }
-
-  // #narrow is v when it narrows own (a positive number below it), else 0
-  // (the guard's own limit).
-  #narrow(v, own) {
-    return typeof v === 'number' && v > 0 && v < own ? v : 0;
+    // Remembered as long as any state of the operation may open: the
+    // core says how long (rememberSeconds, guest/ABI.md).
+    return runOnce(options.ledger ?? this.#ledger, outcome, effect, { ...this.#onceDefaults, ...options, ttlSeconds: outcome?.rememberSeconds });
   }
 
   /** The module's own view of its entropy, clock and memory (guard_stats). */
@@ -540,6 +523,23 @@ function configure(inst, conf) {
 
 function closedError() {
   return new GuardError(codes.UNAVAILABLE, 'the guard is closed');
+}
+
+// limits writes the caller's and the policy's TTL and round limit into an
+// ask or resume envelope. The core narrows the guard's own limits with
+// them and never widens them (guest/ABI.md); 0 or absent is no limit.
+/**
+ * @param {{ttl?: number, maxRounds?: number}} options
+ * @param {{ttl?: number, maxRounds?: number} | undefined} d
+ */
+function limits(options, d) {
+  let s = '';
+  /** @type {[string, number | undefined][]} */
+  const given = [['ttl', options.ttl], ['maxRounds', options.maxRounds], ['policyTtl', d?.ttl], ['policyMaxRounds', d?.maxRounds]];
+  for (const [name, v] of given) {
+    if (v !== undefined && v !== 0) s += `,"${name}":${jsonInt(name, v)}`;
+  }
+  return s;
 }
 
 /**

@@ -111,10 +111,10 @@ function ledgerDown(err) {
  * @param {object} ledger
  * @param {object} outcome a complete outcome from guard.resume
  * @param {(ctx: {operationId: string, signal: AbortSignal}) => unknown} effect
- * @param {{ttlSeconds: number, ttl?: number, leaseMs?: number, waitMs?: number, marginMs?: number, ledgerTimeoutMs?: number}} o
+ * @param {{ttlSeconds: number, leaseMs?: number, waitMs?: number, marginMs?: number, ledgerTimeoutMs?: number}} o
  */
 export async function runOnce(ledger, outcome, effect, o) {
-  if (!outcome || outcome.status !== 'complete' || !outcome.operationId) {
+  if (!outcome || outcome.status !== 'complete' || !outcome.operationId || !(Number.isSafeInteger(o.ttlSeconds) && o.ttlSeconds > 0)) {
     throw new GuardError(codes.NOT_COMPLETE, 'Once needs a complete outcome from resume (with its answers digest): act only when every answer is in');
   }
   if (typeof effect !== 'function') throw new GuardError(codes.INTERNAL, 'Once needs an effect');
@@ -122,9 +122,9 @@ export async function runOnce(ledger, outcome, effect, o) {
   const lease = o.leaseMs ?? DEFAULT_LEASE_MS;
   const timeout = o.ledgerTimeoutMs ?? DEFAULT_LEDGER_TIMEOUT_MS;
   // Finished operations are remembered for as long as a state of them may
-  // open (ttlSeconds: the round limit times the state's TTL, from
-  // guard.once) plus a margin for clock skew between instances.
-  const ttlMs = (o.ttl ?? o.ttlSeconds) * 1000 + (o.marginMs ?? DEFAULT_MARGIN_MS);
+  // open (ttlSeconds: the core's rememberSeconds, from guard.once) plus a
+  // margin for clock skew between instances.
+  const ttlMs = o.ttlSeconds * 1000 + (o.marginMs ?? DEFAULT_MARGIN_MS);
   const fp = fingerprint(outcome);
   const deadline = performance.now() + (o.waitMs ?? DEFAULT_WAIT_MS);
   for (let pause = 1; ; pause = Math.min(pause * 2, 50)) {

@@ -175,6 +175,20 @@ test('an ask or a policy narrows the TTL, never widens it', async () => {
   now += 61_000;
   await rejects(g.resume(baseRequest({ requestState })), codes.STATE_INVALID, 'expired'); // the guard's 60 s, not 600 or 3600
   await g.close();
+
+  // The narrowest of the ask's and the policy's counts.
+  now = Date.now();
+  const narrow = { ask: () => ({ allow: true, ttl: 30, maxRounds: 1 }), resume: () => ({ allow: true }) };
+  const h = await createGuard({ keys: key1, audience: 'crm.example.com', ttl: 60, maxRounds: 4, policy: narrow, [seams]: { clock: () => now } });
+  const s = (await h.ask(baseRequest(), [form('contact', 'Who?', contactSchema)], { ttl: 45 })).requestState;
+  now += 29_000;
+  const done = await h.resume(baseRequest({ requestState: s, inputResponses: { contact: { action: 'accept', content: { name: 'Ann', email: 'ann@example.com' } } } }));
+  assert.equal(done.status, 'complete');
+  // The ledger keeps it for the guard's own rounds × TTL, whatever the policy.
+  assert.equal(done.rememberSeconds, 240);
+  now += 1_000;
+  await rejects(h.resume(baseRequest({ requestState: s })), codes.STATE_INVALID, 'expired');
+  await h.close();
 });
 
 test('open reports the shape of a state, never its answers', async () => {
