@@ -7,7 +7,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
-	"github.com/mrtr-wasm/mrtr-wasm/guest/core"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/mcphttp"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/rawjson"
 )
@@ -66,7 +65,8 @@ func (p *Proxy) answerAhead(ctx context.Context, m *mcphttp.Message, body []byte
 
 // withoutParams returns msg (a JSON-RPC request, its member names already
 // checked to be exact and unique) with the named members of its params
-// left out. The other members keep their bytes.
+// left out. The other members keep the client's bytes, names included:
+// the guard binds to, and the upstream gets, what the client wrote.
 func withoutParams(msg []byte, drop ...string) ([]byte, error) {
 	return rewriteParams(msg, drop, nil)
 }
@@ -87,13 +87,12 @@ func rewriteParams(msg []byte, drop []string, add [][]byte) ([]byte, error) {
 		if i > 0 {
 			out = append(out, ',')
 		}
-		out = core.AppendJSONString(out, string(m.Key))
-		out = append(out, ':')
-		v := msg[m.Start:m.End]
 		if string(m.Key) != "params" {
-			out = append(out, v...)
+			out = append(out, msg[m.Name:m.End]...)
 			continue
 		}
+		out = append(out, msg[m.Name:m.Start]...)
+		v := msg[m.Start:m.End]
 		ps, err := rawjson.Object(v)
 		if err != nil {
 			return nil, err
@@ -108,9 +107,7 @@ func rewriteParams(msg []byte, drop []string, add [][]byte) ([]byte, error) {
 				out = append(out, ',')
 			}
 			n++
-			out = core.AppendJSONString(out, string(pm.Key))
-			out = append(out, ':')
-			out = append(out, v[pm.Start:pm.End]...)
+			out = append(out, v[pm.Name:pm.End]...)
 		}
 		if len(add) > 0 && n > 0 {
 			out = append(out, ',')

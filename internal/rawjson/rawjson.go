@@ -11,8 +11,11 @@ import (
 // Member is one member of a JSON object: its key (a slice of the object
 // unless the key had escapes) and the span of its value.
 type Member struct {
-	Key        []byte
+	Key []byte
+	// Start and End bound the value; Name is where the member's name
+	// begins (its opening quote), so b[Name:End] is the member as written.
 	Start, End int
+	Name       int
 }
 
 var (
@@ -102,6 +105,7 @@ func Object(b []byte) ([]Member, error) {
 		if i >= len(b) || b[i] != '"' {
 			return ms, ErrTruncated
 		}
+		name := i
 		ke := SkipString(b, i)
 		if ke < 0 {
 			return ms, ErrTruncated
@@ -145,7 +149,7 @@ func Object(b []byte) ([]Member, error) {
 				seen[string(key)] = struct{}{}
 			}
 		}
-		ms = append(ms, Member{key, i, ve})
+		ms = append(ms, Member{Key: key, Start: i, End: ve, Name: name})
 		i = SkipSpace(b, ve)
 		if i >= len(b) {
 			return ms, ErrTruncated
