@@ -5,11 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/mrtr-wasm/mrtr-wasm/internal/rawjson"
 )
@@ -28,11 +30,35 @@ type LegacyHTTP struct {
 	roots bool
 
 	mu       sync.Mutex
-	sessions map[string]string // principal -> Mcp-Session-Id
+	sessions map[string]*legacySession // by principal
+	idle     time.Duration             // a session unused this long is ended
+	every    time.Duration             // how often idle sessions are looked for
+	most     int                       // sessions kept at most (the least recently used goes)
+	swept    time.Time
 
 	next     atomic.Int64          // numbers the ids requests are sent under (see withID)
 	inflight map[inflight][][]byte // the proxy's ids of the calls in flight
 }
+
+// legacySession is one principal's upstream session. The first call of a
+// principal opens it; calls that come meanwhile wait for that one
+// initialize instead of opening sessions of their own.
+type legacySession struct {
+	ready chan struct{} // closed when id and err are set
+	id    string
+	err   error
+	used  time.Time // the last call that took it (under LegacyHTTP.mu)
+	calls int       // calls holding it now (under LegacyHTTP.mu)
+}
+
+// Defaults for the upstream sessions of a LegacyHTTP: a proxy in front of
+// many users (OAuth principals) must not keep one session per user for
+// ever, at the upstream or in its own memory.
+const (
+	legacySessionIdle  = 30 * time.Minute
+	legacySessionSweep = time.Minute
+	legacySessionsMost = 4096
+)
 
 // inflight names a call by its principal and the client's id.
 type inflight struct{ principal, clientID string }
@@ -51,7 +77,8 @@ func DetectHTTP(ctx context.Context, u *HTTP, roots bool) (Upstream, error) {
 	if err == nil && status < 300 && isResult(b) {
 		return u, nil
 	}
-	l := &LegacyHTTP{HTTP: u, sessions: map[string]string{}, roots: roots, inflight: map[inflight][][]byte{}}
+	l := &LegacyHTTP{HTTP: u, sessions: map[string]*legacySession{}, roots: roots, inflight: map[inflight][][]byte{},
+		idle: legacySessionIdle, every: legacySessionSweep, most: legacySessionsMost}
 	res, _, err := l.initialize(ctx)
 	if err != nil {
 		return u, nil // not a legacy server either: leave it to the calls
@@ -103,23 +130,169 @@ func (l *LegacyHTTP) initialize(ctx context.Context) (json.RawMessage, string, e
 // Discovery is the initialize result; the upstream is legacy.
 func (l *LegacyHTTP) Discovery() (json.RawMessage, bool) { return l.init, true }
 
-func (l *LegacyHTTP) session(ctx context.Context, principal string, fresh bool) (string, error) {
+// session returns the principal's session, held until done. stale is a
+// session id the server said it no longer knows (HTTP 404): unless another
+// call has opened a new one since, it is opened again. Idle sessions, and
+// the least recently used past the limit, are ended (DELETE, as the
+// Streamable HTTP transport asks of a client that is done with one).
+func (l *LegacyHTTP) session(ctx context.Context, principal, stale string) (*legacySession, error) {
+	now := time.Now()
 	l.mu.Lock()
-	sid, ok := l.sessions[principal]
-	l.mu.Unlock()
-	if ok && !fresh {
-		return sid, nil
+	ended := l.sweep(now)
+	s := l.sessions[principal]
+	if s != nil {
+		select {
+		case <-s.ready:
+			if s.err != nil || (stale != "" && s.id == stale) {
+				s = nil
+			}
+		default: // being opened: wait for it below
+		}
 	}
-	ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.timeout)
+	open := s == nil
+	if open {
+		if len(l.sessions) >= l.most {
+			ended = append(ended, l.evictLocked()...)
+		}
+		s = &legacySession{ready: make(chan struct{})}
+		l.sessions[principal] = s
+	}
+	s.used = now
+	s.calls++
+	l.mu.Unlock()
+	l.end(ended)
+	if open {
+		ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.timeout)
+		_, sid, err := l.initialize(ictx)
+		cancel()
+		l.mu.Lock()
+		s.id, s.err = sid, err
+		close(s.ready)
+		if err != nil && l.sessions[principal] == s {
+			delete(l.sessions, principal)
+		}
+		l.mu.Unlock()
+	} else {
+		select {
+		case <-s.ready:
+		case <-ctx.Done():
+			l.done(s)
+			return nil, transportError(ctx, ctx.Err())
+		}
+	}
+	if s.err != nil {
+		l.done(s)
+		return nil, s.err
+	}
+	return s, nil
+}
+
+// done releases a session session returned.
+func (l *LegacyHTTP) done(s *legacySession) {
+	l.mu.Lock()
+	s.calls--
+	l.mu.Unlock()
+}
+
+// sweep removes the sessions idle past l.idle (at most every l.every) and
+// returns their ids to end. l.mu is held.
+func (l *LegacyHTTP) sweep(now time.Time) []string {
+	if now.Sub(l.swept) < l.every {
+		return nil
+	}
+	l.swept = now
+	var ended []string
+	for p, s := range l.sessions {
+		if s.calls == 0 && now.Sub(s.used) > l.idle && isReady(s) {
+			delete(l.sessions, p)
+			ended = append(ended, s.id)
+		}
+	}
+	return ended
+}
+
+// evictLocked removes the least recently used session no call holds.
+func (l *LegacyHTTP) evictLocked() []string {
+	var (
+		oldest string
+		at     time.Time
+	)
+	for p, s := range l.sessions {
+		if s.calls == 0 && isReady(s) && (oldest == "" || s.used.Before(at)) {
+			oldest, at = p, s.used
+		}
+	}
+	if oldest == "" {
+		return nil // every session is in use: keep them, and the new one
+	}
+	id := l.sessions[oldest].id
+	delete(l.sessions, oldest)
+	return []string{id}
+}
+
+func isReady(s *legacySession) bool {
+	select {
+	case <-s.ready:
+		return s.err == nil
+	default:
+		return false
+	}
+}
+
+// end asks the server to end sessions, off the caller's path and best
+// effort: a server that ignores it forgets them at its own idle limit.
+func (l *LegacyHTTP) end(ids []string) {
+	ids = slices.DeleteFunc(ids, func(id string) bool { return id == "" })
+	if len(ids) == 0 {
+		return
+	}
+	go func() {
+		for _, id := range ids {
+			l.endSession(id)
+		}
+	}()
+}
+
+func (l *LegacyHTTP) endSession(id string) {
+	ctx, cancel := context.WithTimeout(context.Background(), min(l.timeout, 5*time.Second))
 	defer cancel()
-	_, sid, err := l.initialize(ictx)
+	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, l.url, nil)
 	if err != nil {
-		return "", err
+		return
 	}
+	for k, v := range l.header {
+		req.Header[k] = v
+	}
+	req.Header.Set("Mcp-Session-Id", id)
+	req.Header.Set("Mcp-Protocol-Version", legacyVersion)
+	resp, err := l.client.Do(req)
+	if err != nil {
+		return
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
+	resp.Body.Close()
+}
+
+// Close ends every session the proxy holds (within a few seconds) and
+// closes the connection pool.
+func (l *LegacyHTTP) Close() error {
 	l.mu.Lock()
-	l.sessions[principal] = sid
+	var ids []string
+	for p, s := range l.sessions {
+		if isReady(s) {
+			ids = append(ids, s.id)
+		}
+		delete(l.sessions, p)
+	}
 	l.mu.Unlock()
-	return sid, nil
+	deadline := time.Now().Add(2 * time.Second)
+	for _, id := range ids {
+		if id == "" || time.Now().After(deadline) {
+			continue
+		}
+		l.endSession(id)
+	}
+	return l.HTTP.Close()
 }
 
 func legacyHeader(h http.Header, sid string) http.Header {
@@ -193,13 +366,16 @@ func (l *LegacyHTTP) Call(ctx context.Context, msg []byte, h http.Header, onMess
 
 func (l *LegacyHTTP) call(ctx context.Context, msg []byte, h http.Header, onMessage func(raw []byte) error) ([]byte, error) {
 	p := principalOf(ctx)
+	stale := ""
 	for try := 0; ; try++ {
-		sid, err := l.session(ctx, p, try > 0)
+		s, err := l.session(ctx, p, stale)
 		if err != nil {
 			return nil, err
 		}
-		b, _, status, err := l.HTTP.callHeader(ctx, msg, legacyHeader(h, sid), onMessage)
+		b, _, status, err := l.HTTP.callHeader(ctx, msg, legacyHeader(h, s.id), onMessage)
+		l.done(s)
 		if status == http.StatusNotFound && try == 0 {
+			stale = s.id
 			continue
 		}
 		return b, err
@@ -214,11 +390,12 @@ func (l *LegacyHTTP) Send(ctx context.Context, msg []byte, h http.Header) error 
 	if bytes.Contains(msg, []byte(`"notifications/cancelled"`)) {
 		msg = l.cancelled(principalOf(ctx), msg)
 	}
-	sid, err := l.session(ctx, principalOf(ctx), false)
+	s, err := l.session(ctx, principalOf(ctx), "")
 	if err != nil {
 		return err
 	}
-	return l.HTTP.Send(ctx, msg, legacyHeader(h, sid))
+	defer l.done(s)
+	return l.HTTP.Send(ctx, msg, legacyHeader(h, s.id))
 }
 
 // cancelled returns a client's notifications/cancelled with the id its
