@@ -22,12 +22,14 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/mrtr-wasm/mrtr-wasm/host"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/mcphttp"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/rawjson"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/upstream"
 )
 
@@ -52,6 +54,11 @@ type legacyCall struct {
 	h      http.Header
 	// principal the call is made for (its child, for a per-principal upstream)
 	principal string
+	// waiting is set while a round of the call waits for its retry: no
+	// client request is open to hear its notifications, so they are
+	// dropped instead of filling events (which would stall the upstream's
+	// stream, or fail a stdio call past its queue).
+	waiting atomic.Bool
 	// the upstream's open request, while a round waits for its retry
 	mu     sync.Mutex
 	reqID  json.RawMessage
@@ -70,6 +77,10 @@ func (p *Proxy) startLegacyCall(principal string, msg []byte, h http.Header) *le
 	go func() {
 		defer cancel()
 		resp, err := p.cfg.Upstream.Call(ctx, msg, h, func(raw []byte) error {
+			if lc.waiting.Load() && isNotification(raw) {
+				p.up.refused.WithLabelValues("unheard").Inc()
+				return nil
+			}
 			lc.events <- upEvent{raw: bytes.Clone(raw)}
 			return nil
 		})
@@ -175,6 +186,7 @@ func (p *Proxy) awaitLegacy(ctx context.Context, m *mcphttp.Message, body []byte
 		lc.reqID, lc.method = bytes.Clone(r.ID), r.Method
 		lc.timer = time.AfterFunc(p.cfg.PendingTTL, func() { p.expirePending(key) })
 		lc.mu.Unlock()
+		lc.waiting.Store(true)
 		p.pending.m.Store(key, lc)
 		out := p.ask(ctx, m, body, principal, resp, after)
 		if !isInputRequired(out) {
@@ -264,6 +276,16 @@ func (p *Proxy) expirePending(key string) {
 	go drain(lc)
 }
 
+// isNotification reports whether raw is a JSON-RPC message without an id.
+func isNotification(raw []byte) bool {
+	ms, err := rawjson.Object(raw)
+	if err != nil {
+		return false
+	}
+	_, id := rawjson.Find(ms, "id")
+	return !id
+}
+
 // drain reads what is left of a call nobody waits for.
 func drain(lc *legacyCall) {
 	for ev := range lc.events {
@@ -339,6 +361,7 @@ func (p *Proxy) continueLegacy(ctx context.Context, m *mcphttp.Message, body []b
 		return nil, errStartAgain
 	}
 	lc := v.(*legacyCall)
+	lc.waiting.Store(false) // the retry's request hears what comes next
 	var f struct {
 		Params struct {
 			InputResponses map[string]json.RawMessage `json:"inputResponses"`
@@ -352,6 +375,7 @@ func (p *Proxy) continueLegacy(ctx context.Context, m *mcphttp.Message, body []b
 	lc.mu.Unlock()
 	ans, ok := f.Params.InputResponses[kind]
 	if !ok {
+		lc.waiting.Store(true)
 		p.pending.m.Store(key, lc)
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "inputResponses lacks " + kind}
 	}

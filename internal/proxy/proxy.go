@@ -121,7 +121,7 @@ func New(cfg Config) (*Proxy, error) {
 			Buckets: prometheus.ExponentialBuckets(100e-6, 2, 16),
 		}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "mrtr_upstream_refused_total", Help: "What the proxy refused from the upstream: server_request (a server-to-client request on a 2026-07-28 stream), form (a form the core or the policy refused), capability, invalid_result, tasks (a tasks/* request: the extension is not carried), not_object (a batch or other non-object message on its stream, dropped).",
+			Name: "mrtr_upstream_refused_total", Help: "What the proxy refused from the upstream: server_request (a server-to-client request on a 2026-07-28 stream), form (a form the core or the policy refused), capability, invalid_result, tasks (a tasks/* request: the extension is not carried), not_object (a batch or other non-object message on its stream, dropped), unheard (a 2025-era upstream's notification while its call waited for a round's retry: no client was there to hear it).",
 		}, []string{"what"}),
 		rounds: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mrtr_proxy_rounds_total", Help: "Input rounds at the proxy: sealed, reasked (by the proxy itself), forwarded, replayed, rejected, answered_ahead (answers sent without a state, checked against the round the upstream then asked).",
