@@ -129,7 +129,9 @@ func parseHeaders(list []string) (http.Header, error) {
 		// A name that is not an HTTP token would fail each request with an
 		// error that quotes it, and a mistyped flag's "name" may be a
 		// secret ("TOKEN=sk-…:…"): refuse it here, by number.
-		if !ok || !headerToken(name) || strings.ContainsAny(val, "\r\n") {
+		// An empty value too: "sk-live-…:" is a token, but a credential
+		// put where the name goes, which would be sent as a header name.
+		if !ok || !headerToken(name) || strings.ContainsAny(val, "\r\n") || strings.TrimSpace(val) == "" {
 			return nil, fmt.Errorf("--upstream-header number %d is not \"Name: value\"", i+1)
 		}
 		switch strings.ToLower(name) {

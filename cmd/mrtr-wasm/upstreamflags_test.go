@@ -18,6 +18,8 @@ func TestUpstreamHeaderErrorsDoNotEchoTheValue(t *testing.T) {
 		"Bearer " + secret + ":x",
 		"X-Key\x01" + secret + ": v",
 		"X-Key: " + secret + "\r\nInjected: 1",
+		secret + ":",
+		secret + ":  ",
 	} {
 		_, err := parseHeaders([]string{"X-Ok: fine", v})
 		if err == nil {
