@@ -256,11 +256,11 @@ func (u *HTTP) readBody(ctx context.Context, r io.Reader) ([]byte, error) {
 // readStream relays each event of a text/event-stream as it arrives and
 // returns the first JSON-RPC response.
 func (u *HTTP) readStream(ctx context.Context, body io.Reader, onMessage func(raw []byte) error) ([]byte, error) {
-	br := bufio.NewReaderSize(body, 32<<10)
+	lines := &sseLines{br: bufio.NewReaderSize(body, 32<<10), max: u.maxBody}
 	var data []byte
 	inData := false
 	for {
-		line, err := readStreamLine(br, u.maxBody)
+		line, err := lines.next()
 		if err != nil {
 			if e, ok := AsError(err); ok {
 				return nil, e
@@ -317,28 +317,48 @@ func (u *HTTP) readStream(ctx context.Context, body io.Reader, onMessage func(ra
 	}
 }
 
-// readStreamLine reads one line without its end (LF or CRLF), up to max bytes.
-func readStreamLine(br *bufio.Reader, max int64) ([]byte, error) {
-	var line []byte
+// sseLines reads an event stream's lines. A line ends at CRLF, LF or a
+// lone CR, as the SSE format has it; a CR is taken as the end at once
+// (waiting to see whether LF follows would hold the event back until the
+// next byte), and an LF right after it is skipped on the next read.
+type sseLines struct {
+	br     *bufio.Reader
+	max    int64
+	skipLF bool
+	line   []byte
+}
+
+// next returns the next line without its end, valid until the next call.
+func (r *sseLines) next() ([]byte, error) {
+	r.line = r.line[:0]
 	for {
-		chunk, err := br.ReadSlice('\n')
-		if int64(len(line)+len(chunk)) > max+2 {
-			return nil, Errorf(CodeTooLarge, fmt.Sprintf("a line of the upstream's stream is over the limit of %d bytes", max), nil)
-		}
-		if err == bufio.ErrBufferFull {
-			line = append(line, chunk...)
-			continue
-		}
-		if err != nil {
+		if _, err := r.br.Peek(1); err != nil {
 			return nil, err
 		}
-		if line == nil {
-			line = chunk
-		} else {
-			line = append(line, chunk...)
+		buf, _ := r.br.Peek(r.br.Buffered())
+		if r.skipLF {
+			r.skipLF = false
+			if buf[0] == '\n' {
+				_, _ = r.br.Discard(1)
+				continue
+			}
 		}
-		line = bytes.TrimSuffix(line, []byte("\n"))
-		return bytes.TrimSuffix(line, []byte("\r")), nil
+		i := bytes.IndexAny(buf, "\r\n")
+		take := i
+		if i < 0 {
+			take = len(buf)
+		}
+		if int64(len(r.line)+take) > r.max {
+			return nil, Errorf(CodeTooLarge, fmt.Sprintf("a line of the upstream's stream is over the limit of %d bytes", r.max), nil)
+		}
+		r.line = append(r.line, buf[:take]...)
+		if i < 0 {
+			_, _ = r.br.Discard(take)
+			continue
+		}
+		r.skipLF = buf[i] == '\r'
+		_, _ = r.br.Discard(i + 1)
+		return r.line, nil
 	}
 }
 

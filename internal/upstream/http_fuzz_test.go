@@ -3,8 +3,11 @@ package upstream
 import (
 	"bytes"
 	"context"
+	"io"
 	"strings"
 	"testing"
+	"testing/iotest"
+	"time"
 )
 
 // FuzzReadStream: any event stream ends in a response, a typed error, or
@@ -18,6 +21,8 @@ func FuzzReadStream(f *testing.F) {
 		"data: {\"a\":1}",
 		"data\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n",
 		"data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n" + strings.Repeat("data:\n", 300) + "\n",
+		"data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\r\r",
+		"data: {\"jsonrpc\":\"2.0\",\r\ndata: \"id\":1,\"result\":{}}\r\n\r",
 	} {
 		f.Add([]byte(s))
 	}
@@ -40,7 +45,59 @@ func FuzzReadStream(f *testing.F) {
 				t.Fatalf("untyped error: %v", err)
 			}
 		}
+		// The three line ends are one: a stream without CR reads the
+		// same with its LFs written as CR or as CRLF, fed a byte at a time.
+		if bytes.IndexByte(b, '\r') >= 0 {
+			return
+		}
+		for _, end := range []string{"\r", "\r\n"} {
+			alt := bytes.ReplaceAll(b, []byte("\n"), []byte(end))
+			out2, err2 := u.readStream(context.Background(), iotest.OneByteReader(bytes.NewReader(alt)), nil)
+			if !bytes.Equal(out, out2) || codeOf(err) != codeOf(err2) {
+				t.Fatalf("line ends %q: %q %v, with LF: %q %v", end, out2, err2, out, err)
+			}
+		}
 	})
+}
+
+func codeOf(err error) string {
+	if e, ok := AsError(err); ok {
+		return e.Code
+	}
+	return ""
+}
+
+// TestReadStreamLoneCR: an event stream whose lines end in a lone CR (the
+// SSE format allows it) is read, and an event ended by CR is dispatched
+// at once, without waiting for a byte that may never come. The reader
+// took only LF and CRLF, and waited for the rest of the stream.
+func TestReadStreamLoneCR(t *testing.T) {
+	u := &HTTP{maxBody: 256}
+	resp := `{"jsonrpc":"2.0","id":1,"result":{}}`
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	go func() {
+		_, _ = pw.Write([]byte(": hi\rdata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\"}\r\rdata: " + resp + "\r\r"))
+	}()
+	type result struct {
+		out   []byte
+		notes int
+		err   error
+	}
+	done := make(chan result, 1)
+	go func() {
+		n := 0
+		out, err := u.readStream(context.Background(), pr, func([]byte) error { n++; return nil })
+		done <- result{out, n, err}
+	}()
+	select {
+	case r := <-done:
+		if r.err != nil || string(r.out) != resp || r.notes != 1 {
+			t.Fatalf("got %q (%d notifications) %v", r.out, r.notes, r.err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the response ended by CR was not dispatched: the reader waits for more of the stream")
+	}
 }
 
 // TestReadStreamDataLines: a bare "data" is an empty data line, and the
