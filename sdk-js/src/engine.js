@@ -74,8 +74,11 @@ export class WasmInstance {
         // Encode straight into the guest's buffer: at most 3 bytes per
         // UTF-16 unit; the call is told the exact size written.
         const cap = input.length * 3;
-        const ptr = x.guard_alloc(cap);
-        n = encoder.encodeInto(input, this.#bytes().subarray(ptr, ptr + cap)).written;
+        const ptr = x.guard_alloc(cap) >>> 0;
+        const mem = this.#bytes();
+        // subarray would quietly shorten a range past the end: refuse it.
+        if (ptr + cap > mem.length) throw new Error('guest buffer out of range');
+        n = encoder.encodeInto(input, mem.subarray(ptr, ptr + cap)).written;
       } else {
         const b = encoder.encode(input);
         const ptr = x.guard_alloc(b.length);

@@ -8,7 +8,7 @@ import { GuardError, codes, fromWire } from './errors.js';
 import { WasmInstance } from './engine.js';
 import { revealKeys, toKeyring } from './keys.js';
 import { jsonString, jsonText } from './json.js';
-import { MemoryLedger, runOnce } from './ledger.js';
+import { MemoryLedger, msOption, runOnce } from './ledger.js';
 import { denial } from './policy.js';
 
 const INSPECT = Symbol.for('nodejs.util.inspect.custom');
@@ -92,7 +92,9 @@ export class Outcome {
     this.round = r.round;
     if (r.declined) this.declined = r.declined;
     if (r.cancelled) this.cancelled = r.cancelled;
-    if (r.status === Status.INPUT_REQUIRED) this.inputRequired = r.result;
+    // The result to send when status is input_required. Not enumerable:
+    // a re-ask carries the user's valid answers as defaults, and the state.
+    if (r.status === Status.INPUT_REQUIRED) Object.defineProperty(this, 'inputRequired', { value: r.result, enumerable: false });
     Object.defineProperty(this, 'answers', { value: r.answers ?? {}, enumerable: false });
     Object.defineProperty(this, 'progress', {
       value: typeof r.progress === 'string' && r.progress !== '' ? b64decode(r.progress) ?? undefined : undefined,
@@ -116,7 +118,7 @@ export class Outcome {
   }
 
   [INSPECT](depth, opts, inspect) {
-    const shown = { ...this, answers: `[redacted: ${Object.keys(/** @type {any} */ (this).answers).join(', ') || 'none'}]` };
+    const shown = { ...this, answers: `[redacted: ${Object.keys(/** @type {any} */ (this).answers).join(', ') || 'none'}]`, inputRequired: /** @type {any} */ (this).inputRequired !== undefined };
     return `Outcome ${inspect(shown, opts)}`;
   }
 }
@@ -184,7 +186,7 @@ class Guard {
     this.#ledger = o.ledger ?? new MemoryLedger();
     this.#testHooks = seam.testHooks === true;
     this.#onceDefaults = {};
-    for (const k of ['leaseMs', 'waitMs', 'marginMs', 'ledgerTimeoutMs']) if (o[k] !== undefined) this.#onceDefaults[k] = o[k];
+    for (const k of ['leaseMs', 'waitMs', 'marginMs', 'ledgerTimeoutMs']) if (o[k] !== undefined) this.#onceDefaults[k] = msOption(o, k, 0);
   }
 
   /** PASERK ids (k4.lid) of the keys, primary first: safe to log. */
@@ -211,7 +213,7 @@ class Guard {
     const conf =
       `{"v":1,"op":"configure","keys":[${ks.map((k) => JSON.stringify(k)).join(',')}],` +
       `"audience":${JSON.stringify(this.#audience)},"ttl":${this.#ttl},"maxRounds":${jsonInt('maxRounds', this.#maxRounds, codes.CONFIG_INVALID)},` +
-      `"maxState":${jsonInt('maxStateBytes', this.#maxState, codes.CONFIG_INVALID)}}`;
+      `"maxState":${jsonInt('maxStateBytes', this.#maxState, codes.CONFIG_INVALID)},"maxRequest":${MAX_REQUEST}}`;
     const inst = await this.#newInstance();
     const r = configure(inst, conf);
     if (!r.ok) throw fromWire(r.error);
@@ -284,6 +286,11 @@ class Guard {
   async #call(env, signal) {
     if (this.#closed) throw closedError();
     if (signal?.aborted) throw new GuardError(codes.UNAVAILABLE, 'guard call not started: aborted');
+    // Refused before it reaches an instance: copied in, it would only grow
+    // the guest's memory, which never shrinks (as host/guard.go call).
+    if (env.length > MAX_REQUEST / 3 && utf8Length(env) > MAX_REQUEST) {
+      throw new GuardError(codes.REQUEST_TOO_LARGE, `request is larger than ${MAX_REQUEST} bytes`);
+    }
     const inst = await this.#instance();
     if (this.#closed) throw closedError();
     let text;
@@ -523,6 +530,26 @@ function configure(inst, conf) {
 
 function closedError() {
   return new GuardError(codes.UNAVAILABLE, 'the guard is closed');
+}
+
+// MAX_REQUEST is the largest envelope the guard takes, as configured
+// (maxRequest; the Go host's core.DefaultMaxRequest).
+const MAX_REQUEST = 1 << 20;
+
+// utf8Length is the UTF-8 length of a well-formed string, without
+// encoding it.
+function utf8Length(s) {
+  let n = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x80) n += 1;
+    else if (c < 0x800) n += 2;
+    else if (c >= 0xd800 && c <= 0xdbff) {
+      n += 4;
+      i++;
+    } else n += 3;
+  }
+  return n;
 }
 
 // limits writes the caller's and the policy's TTL and round limit into an

@@ -53,12 +53,20 @@ export function jsonText(name, v, code = codes.JSON_SYNTAX) {
   }
   let t;
   try {
-    t = JSON.stringify(v);
+    t = JSON.stringify(v, finiteOnly);
   } catch {
     t = undefined;
   }
   if (typeof t !== 'string') throw new GuardError(code, `${name} is not valid JSON`);
   return t;
+}
+
+// finiteOnly refuses what JSON.stringify would quietly write as null
+// (Infinity, NaN: a parsed 1e400 is Infinity), so one call cannot bind
+// one value and its retry another.
+function finiteOnly(_key, value) {
+  if (typeof value === 'number' && !Number.isFinite(value)) throw new Error('not finite');
+  return value;
 }
 
 /** A JSON string literal of s; s must be a string. */

@@ -106,6 +106,24 @@ function ledgerDown(err) {
 }
 
 /**
+ * The once() option name in ms, checked: a positive finite number, or the
+ * default when not given. A lease of 0 or NaN is never live (duplicates
+ * would run together), and a negative margin forgets an operation before
+ * its states expire (a replay would run it again).
+ * @param {Record<string, any>} o
+ * @param {string} name
+ * @param {number} def
+ */
+export function msOption(o, name, def) {
+  const v = o[name];
+  if (v === undefined) return def;
+  if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0) {
+    throw new GuardError(codes.CONFIG_INVALID, `${name} must be a positive number of milliseconds`);
+  }
+  return v;
+}
+
+/**
  * Runs effect at most once for the outcome's operation, with the Go
  * host's semantics (host/once.go Guard.Once).
  * @param {object} ledger
@@ -119,14 +137,16 @@ export async function runOnce(ledger, outcome, effect, o) {
   }
   if (typeof effect !== 'function') throw new GuardError(codes.INTERNAL, 'Once needs an effect');
   const op = outcome.operationId;
-  const lease = o.leaseMs ?? DEFAULT_LEASE_MS;
-  const timeout = o.ledgerTimeoutMs ?? DEFAULT_LEDGER_TIMEOUT_MS;
+  const lease = msOption(o, 'leaseMs', DEFAULT_LEASE_MS);
+  const timeout = msOption(o, 'ledgerTimeoutMs', DEFAULT_LEDGER_TIMEOUT_MS);
+  const margin = msOption(o, 'marginMs', DEFAULT_MARGIN_MS);
+  const wait = msOption(o, 'waitMs', DEFAULT_WAIT_MS);
   // Finished operations are remembered for as long as a state of them may
   // open (ttlSeconds: the core's rememberSeconds, from guard.once) plus a
   // margin for clock skew between instances.
-  const ttlMs = o.ttlSeconds * 1000 + (o.marginMs ?? DEFAULT_MARGIN_MS);
+  const ttlMs = o.ttlSeconds * 1000 + margin;
   const fp = fingerprint(outcome);
-  const deadline = performance.now() + (o.waitMs ?? DEFAULT_WAIT_MS);
+  const deadline = performance.now() + wait;
   for (let pause = 1; ; pause = Math.min(pause * 2, 50)) {
     const start = performance.now();
     let c;
@@ -172,12 +192,22 @@ async function runClaimed(ledger, op, fp, token, start, lease, timeout, ttlMs, e
   } finally {
     clearTimeout(timer);
   }
-  const text = JSON.stringify(value === undefined ? null : value);
+  // The effect ran: whatever happens now, the operation is finished in
+  // the ledger, so that no retry runs it again. A result that is not JSON
+  // (a BigInt, a function, a cycle) is recorded as null, and the caller
+  // hears why.
+  let text;
+  try {
+    text = JSON.stringify(value === undefined ? null : value);
+  } catch {
+    text = undefined;
+  }
+  const notJSON = typeof text !== 'string';
+  if (notJSON) text = 'null';
   const result = JSON.parse(text);
   for (let attempt = 0; ; attempt++) {
     try {
       await bounded(ledger.finish(op, token, fp, text, ttlMs), timeout);
-      return { result, replay: false, operationId: op, recorded: true };
     } catch (e) {
       if (e instanceof LedgerLostError) {
         // The effect happened: answer with its result, and say why it
@@ -190,6 +220,10 @@ async function runClaimed(ledger, op, fp, token, start, lease, timeout, ttlMs, e
       }
       return { result, replay: false, operationId: op, recorded: false, reason: 'not_recorded' };
     }
+    if (notJSON) {
+      throw new GuardError(codes.INTERNAL, 'the request was carried out, but its result is not JSON (a BigInt, a function or a cycle): it was recorded as null, and a retry will not run it again', { reason: 'result_not_json' });
+    }
+    return { result, replay: false, operationId: op, recorded: true };
   }
 }
 
@@ -216,7 +250,9 @@ export class MemoryLedger {
   #heap = []; // [expires, op], a binary min-heap on expires
   #closed = false;
 
-  #now = Date.now;
+  // Monotonic: leases and expiries live in this process only, and a step
+  // of the wall clock must not end a lease while its effect runs.
+  #now = () => performance.now();
 
   constructor(options = {}) {
     this.#max = options.maxEntries ?? 100_000;
