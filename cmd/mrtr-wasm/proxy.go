@@ -75,7 +75,7 @@ func parseProxy(args []string, stderr io.Writer) (*proxyOptions, error) {
 	addSharedFlags(fs, &o.serveOptions)
 	fs.StringVar(&o.audience, "audience", "mrtr-wasm-proxy", "audience bound into every requestState (proxies sharing keys and a ledger must share it)")
 	fs.StringVar(&o.publicURL, "public-url", "", "the URL clients reach this proxy at (logged; default http://ADDR)")
-	fs.BoolVar(&o.stdio, "stdio", false, "serve MCP on stdin/stdout for a local client (the upstream is then the stdio child after --)")
+	fs.BoolVar(&o.stdio, "stdio", false, "serve MCP on stdin/stdout for a local client (the upstream is then the stdio child after --; the listener at --addr serves only /healthz and /metrics)")
 	fs.StringVar(&o.cacheDir, "wasm-cache", "", "directory for wazero's compiled guard.wasm (default: none)")
 	fs.StringVar(&o.upstreamURL, "upstream", "", "the upstream's Streamable HTTP endpoint, e.g. http://127.0.0.1:9000/mcp")
 	fs.Var(&o.upstreamHeaders, "upstream-header", "\"Name: value\" sent to an HTTP upstream with every call (repeatable; never logged)")
@@ -113,6 +113,9 @@ func parseProxy(args []string, stderr io.Writer) (*proxyOptions, error) {
 	}
 	if o.engine != "wasm" && o.engine != "native" {
 		return nil, fmt.Errorf("--engine must be wasm or native")
+	}
+	if err := o.identity.Validate(); err != nil {
+		return nil, err
 	}
 	if o.policyData == "" && o.policyDir == "" {
 		o.policyData = "proxy"
@@ -169,6 +172,9 @@ func proxyMain(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK
 	}
+	if err == nil {
+		err = o.checkSecretFiles()
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "mrtr-wasm proxy:", err)
 		return exitUsage
@@ -216,7 +222,7 @@ func openUpstream(ctx context.Context, o *proxyOptions, log *slog.Logger) (upstr
 func runProxyServer(ctx context.Context, o *proxyOptions, stdin io.Reader, stdout, stderr io.Writer, log *slog.Logger, ready func(string)) error {
 	keys, err := loadKeys(&o.serveOptions, stderr, log)
 	if err != nil {
-		return err
+		return usageError{err}
 	}
 	led, err := ledger.Open(ctx, o.ledger)
 	if err != nil {
@@ -278,7 +284,11 @@ func runProxyServer(ctx context.Context, o *proxyOptions, stdin io.Reader, stdou
 	var hs *http.Server
 	var httpDone <-chan error
 	if ln != nil {
-		hs, httpDone = serveHTTP(ln, px.Handler(), requestReadTimeout, log, publicURL, ready)
+		h := px.Handler()
+		if o.stdio {
+			h = px.OpsHandler() // the MCP client is on stdio
+		}
+		hs, httpDone = serveHTTP(ln, h, requestReadTimeout, log, publicURL, ready)
 	}
 	var runErr error
 	if o.stdio {

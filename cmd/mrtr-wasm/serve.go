@@ -153,8 +153,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		return 0
 	}
 	if err == nil {
-		err = errors.Join(checkPrivateFile("--keys", o.keysFile), checkPrivateFile("--auth-tokens", o.identity.TokensFile),
-			checkPrivateFile("--oauth-client-secret-file", o.identity.ClientSecretFile))
+		err = o.checkSecretFiles()
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "mrtr-wasm serve:", err)
@@ -166,6 +165,11 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		return 2
 	}
 	if err := runServer(ctx, o, stdin, stdout, stderr, log, ready); err != nil {
+		var ue usageError
+		if errors.As(err, &ue) {
+			fmt.Fprintln(stderr, "mrtr-wasm serve:", err)
+			return 2
+		}
 		log.Error("serve failed", "error", err.Error())
 		fmt.Fprintln(stderr, "mrtr-wasm serve:", err)
 		return 1
@@ -196,6 +200,13 @@ const ephemeralWarning = `
 ################################################################################
 `
 
+// checkSecretFiles refuses files of secrets that others may read (serve
+// and proxy alike).
+func (o *serveOptions) checkSecretFiles() error {
+	return errors.Join(checkPrivateFile("--keys", o.keysFile), checkPrivateFile("--auth-tokens", o.identity.TokensFile),
+		checkPrivateFile("--oauth-client-secret-file", o.identity.ClientSecretFile))
+}
+
 // loadKeys reads --keys, else MRTR_KEYS, else makes an ephemeral key and
 // says so, once and loudly.
 func loadKeys(o *serveOptions, stderr io.Writer, log *slog.Logger) (*host.Keyring, error) {
@@ -217,7 +228,7 @@ func loadKeys(o *serveOptions, stderr io.Writer, log *slog.Logger) (*host.Keyrin
 func runServer(ctx context.Context, o *serveOptions, stdin io.Reader, stdout, stderr io.Writer, log *slog.Logger, ready func(string)) error {
 	keys, err := loadKeys(o, stderr, log)
 	if err != nil {
-		return err
+		return usageError{err}
 	}
 	if err := os.MkdirAll(o.dataDir, 0o700); err != nil {
 		return fmt.Errorf("--data: %w", err)
@@ -254,9 +265,9 @@ func runServer(ctx context.Context, o *serveOptions, stdin io.Reader, stdout, st
 	}
 	defer guard.Close(context.Background())
 
-	ln, err := net.Listen("tcp", o.addr)
-	if err != nil && !o.stdio {
-		return fmt.Errorf("--addr: %w", err)
+	ln, lerr := net.Listen("tcp", o.addr)
+	if lerr != nil && !o.stdio {
+		return fmt.Errorf("--addr: %w", lerr)
 	}
 	publicURL := o.publicURL
 	if publicURL == "" && ln != nil {
@@ -305,14 +316,25 @@ func runServer(ctx context.Context, o *serveOptions, stdin io.Reader, stdout, st
 	var hs *http.Server
 	var httpDone <-chan error
 	if ln != nil {
-		hs, httpDone = serveHTTP(ln, srv.Handler(), requestReadTimeout, log, publicURL, ready)
+		h := srv.Handler()
+		if o.stdio {
+			h = srv.OpsHandler() // the MCP client is on stdio
+		}
+		hs, httpDone = serveHTTP(ln, h, requestReadTimeout, log, publicURL, ready)
 	} else {
-		log.Warn("no HTTP listener: /connect pages are unavailable", "error", err.Error())
+		log.Warn("no HTTP listener: /connect pages are unavailable", "error", lerr.Error())
 	}
 
 	var runErr error
 	if o.stdio {
-		runErr = srv.RunStdio(ctx, stdin, nopWriteCloser{stdout})
+		// A read of stdin does not end with ctx: on SIGTERM with the
+		// client's pipe still open, stop waiting for it (as proxy does).
+		stdioDone := make(chan error, 1)
+		go func() { stdioDone <- srv.RunStdio(ctx, stdin, nopWriteCloser{stdout}) }()
+		select {
+		case runErr = <-stdioDone:
+		case <-ctx.Done():
+		}
 		if errors.Is(runErr, context.Canceled) || errors.Is(runErr, io.EOF) {
 			runErr = nil
 		}

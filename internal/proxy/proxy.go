@@ -153,7 +153,14 @@ func New(cfg Config) (*Proxy, error) {
 func (p *Proxy) Metrics() *server.Metrics { return p.metrics }
 
 // Handler serves /mcp, /healthz and /metrics.
-func (p *Proxy) Handler() http.Handler {
+func (p *Proxy) Handler() http.Handler { return p.handler(true) }
+
+// OpsHandler serves /healthz and /metrics, not /mcp: beside ServeStdio,
+// whose one client is the local user, an MCP endpoint on the listener
+// would let any local process drive the upstream as that user.
+func (p *Proxy) OpsHandler() http.Handler { return p.handler(false) }
+
+func (p *Proxy) handler(withMCP bool) http.Handler {
 	sessions := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return p.legacy.srv }, &mcp.StreamableHTTPOptions{
 		SessionTimeout: p.cfg.SessionIdle, MaxRequestBodyBytes: mcphttp.MaxBody,
 	})
@@ -162,11 +169,13 @@ func (p *Proxy) Handler() http.Handler {
 		Refused: p.metrics.LegacySessionsRefused.Inc,
 	}, mcphttp.MaxBody)
 	mux := http.NewServeMux()
-	if p.cfg.Auth != nil {
-		mcpHandler = p.cfg.Auth.Middleware(mcpHandler)
-		p.cfg.Auth.RegisterMetadata(mux, "/mcp")
+	if withMCP {
+		if p.cfg.Auth != nil {
+			mcpHandler = p.cfg.Auth.Middleware(mcpHandler)
+			p.cfg.Auth.RegisterMetadata(mux, "/mcp")
+		}
+		mux.Handle("/mcp", mcpHandler)
 	}
-	mux.Handle("/mcp", mcpHandler)
 	mux.HandleFunc("GET /healthz", p.healthz)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(p.cfg.Registry, promhttp.HandlerOpts{}))
 	return mux

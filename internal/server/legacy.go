@@ -15,6 +15,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"time"
@@ -82,9 +83,21 @@ func (s *Server) legacyTool(h mcp.ToolHandler) mcp.ToolHandler {
 // else is 2026-07-28, with the _meta checks.
 func (s *Server) RunStdio(ctx context.Context, in io.Reader, out io.WriteCloser) error {
 	br := bufio.NewReaderSize(in, 64<<10)
-	first, err := br.ReadBytes('\n')
-	if err != nil && (len(first) == 0 || !errors.Is(err, io.EOF)) {
-		return err
+	var first []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		first = append(first, chunk...)
+		if len(first) > MaxBody {
+			// As an HTTP body would be: a line without end is not buffered.
+			return fmt.Errorf("stdio: the first message is over %d bytes", MaxBody)
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if err != nil && (len(first) == 0 || !errors.Is(err, io.EOF)) {
+			return err
+		}
+		break
 	}
 	rest := io.NopCloser(io.MultiReader(bytes.NewReader(first), br))
 	var p struct {

@@ -163,7 +163,14 @@ func (s *Server) addTool(t *mcp.Tool, h mcp.ToolHandler) {
 func (s *Server) Metrics() *Metrics { return s.metrics }
 
 // Handler serves /mcp, /connect/, /healthz and /metrics.
-func (s *Server) Handler() http.Handler {
+func (s *Server) Handler() http.Handler { return s.handler(true) }
+
+// OpsHandler serves /connect/, /healthz and /metrics, not /mcp: beside
+// RunStdio, whose one client is the local user, an MCP endpoint on the
+// listener would let any local process act as that user.
+func (s *Server) OpsHandler() http.Handler { return s.handler(false) }
+
+func (s *Server) handler(withMCP bool) http.Handler {
 	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
 		Stateless:           true,
 		JSONResponse:        !s.cfg.SSE,
@@ -180,12 +187,16 @@ func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	if a := s.cfg.Auth; a != nil {
 		mcpHandler = a.Middleware(mcpHandler)
-		a.RegisterMetadata(mux, "/mcp")
+		if withMCP {
+			a.RegisterMetadata(mux, "/mcp")
+		}
 		if l := a.Login(); l != nil {
 			mux.HandleFunc("GET "+l.CallbackPath(), s.connectCallback)
 		}
 	}
-	mux.Handle("/mcp", mcpHandler)
+	if withMCP {
+		mux.Handle("/mcp", mcpHandler)
+	}
 	mux.Handle("/connect/", s.connectHandler())
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.cfg.Registry, promhttp.HandlerOpts{}))
