@@ -274,7 +274,7 @@ func runProxyServer(ctx context.Context, o *proxyOptions, stdin io.Reader, stdou
 		log.Warn("no --oauth-issuer or --auth-tokens: every caller is the principal \"anonymous\" and nobody can be told apart")
 	}
 	px, err := proxy.New(proxy.Config{Guard: guard, Upstream: up, Version: version(), Auth: authn, PassToken: o.passToken, ForwardPrincipal: o.forwardPrincipal,
-		Logger: log, Telemetry: tel, SessionIdle: o.sessionIdle, MaxSessions: o.maxSessions, ToolsMinTTL: minTTL(o.toolsMinTTL)})
+		Logger: log, Telemetry: tel, SessionIdle: o.sessionIdle, MaxSessions: o.maxSessions, MaxStreams: o.maxStreams, ToolsMinTTL: minTTL(o.toolsMinTTL)})
 	if err != nil {
 		return err
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/mrtr-wasm/mrtr-wasm/internal/conformance"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/crm"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/identity"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/mcphttp"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/server"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/telemetry"
 	"github.com/mrtr-wasm/mrtr-wasm/ledger"
@@ -67,6 +68,9 @@ func (o *serveOptions) checkBounds() error {
 	if o.maxSessions <= 0 {
 		errs = append(errs, fmt.Errorf("--max-sessions must be positive (got %d)", o.maxSessions))
 	}
+	if o.maxStreams <= 0 {
+		errs = append(errs, fmt.Errorf("--max-streams must be positive (got %d)", o.maxStreams))
+	}
 	return errors.Join(errs...)
 }
 
@@ -87,6 +91,7 @@ func addSharedFlags(fs *flag.FlagSet, o *serveOptions) {
 	fs.DurationVar(&o.shutdown, "shutdown-timeout", 30*time.Second, "how long a shutdown waits for requests in flight")
 	fs.DurationVar(&o.sessionIdle, "session-idle", server.DefaultSessionIdle, "close a legacy (2025-era) client's session after this long without a request")
 	fs.IntVar(&o.maxSessions, "max-sessions", server.DefaultMaxSessions, "most live legacy sessions (a further initialize gets HTTP 503)")
+	fs.IntVar(&o.maxStreams, "max-streams", mcphttp.DefaultMaxStreams, "most subscriptions/listen streams open at once, 16 per principal (a further one gets HTTP 503)")
 }
 
 // serveOptions are the parsed flags of serve.
@@ -97,7 +102,7 @@ type serveOptions struct {
 	identity                                                    identity.Flags
 	stdio, conformance                                          bool
 	stateTTL, shutdown, sessionIdle                             time.Duration
-	maxSessions, maxRounds                                      int
+	maxSessions, maxRounds, maxStreams                          int
 }
 
 func parseServe(args []string, stderr io.Writer) (*serveOptions, error) {
@@ -287,7 +292,7 @@ func runServer(ctx context.Context, o *serveOptions, stdin io.Reader, stdout, st
 	cfg := server.Config{
 		Guard: guard, CRM: store, Auth: authn, PublicURL: publicURL, Logger: log, Version: version(),
 		Telemetry:   tel,
-		SessionIdle: o.sessionIdle, MaxSessions: o.maxSessions,
+		SessionIdle: o.sessionIdle, MaxSessions: o.maxSessions, MaxStreams: o.maxStreams,
 	}
 	if o.conformance {
 		// The fixtures ask for sampling and roots, which the demo policy

@@ -131,6 +131,14 @@ func Check(w http.ResponseWriter, r *http.Request) (body []byte, m *Message, per
 			Message: "unsupported protocol version: this server speaks " + ProtocolVersion, Data: data})
 		return nil, nil, nil, false
 	}
+	for _, h := range []string{"Mcp-Name", "Mcp-Method", "MCP-Protocol-Version"} {
+		// One value each: Get reads the first, and an intermediary that
+		// routes on another would see another request.
+		if len(r.Header.Values(h)) > 1 {
+			WriteRPCError(w, http.StatusBadRequest, id, &jsonrpc.Error{Code: CodeHeaderMismatch, Message: "the " + h + " header is repeated"})
+			return nil, nil, nil, false
+		}
+	}
 	for _, h := range []string{"Mcp-Name", "Mcp-Method"} {
 		if v := r.Header.Get(h); v != "" {
 			d, ok := DecodeHeader(v)

@@ -63,6 +63,9 @@ type Config struct {
 	// legacy sessions (default 1000).
 	SessionIdle time.Duration
 	MaxSessions int
+	// MaxStreams caps the subscriptions/listen streams relayed at once
+	// (default 1024), 16 of them per principal; beyond, HTTP 503.
+	MaxStreams int
 	// PendingTTL is how long a legacy upstream's open request waits for
 	// its round's retry before it is answered cancel (default 5 min, the
 	// default state TTL).
@@ -74,6 +77,7 @@ type Config struct {
 // Proxy serves MCP downstream and forwards upstream.
 type Proxy struct {
 	cfg     Config
+	streams mcphttp.Streams
 	log     *slog.Logger
 	metrics *server.Metrics
 	up      *upMetrics
@@ -136,6 +140,7 @@ func New(cfg Config) (*Proxy, error) {
 	if p.cfg.SessionIdle <= 0 {
 		p.cfg.SessionIdle = 10 * time.Minute
 	}
+	p.streams.Max = p.cfg.MaxStreams
 	if p.cfg.MaxSessions <= 0 {
 		p.cfg.MaxSessions = 1000
 	}
@@ -231,6 +236,14 @@ func (p *Proxy) serveMCP(w http.ResponseWriter, r *http.Request) {
 	if jerr := mcphttp.CheckHeaders(r.Header, m, params); jerr != nil {
 		mcphttp.WriteRPCError(w, http.StatusBadRequest, m.ID, jerr)
 		return
+	}
+	if m.Method == "subscriptions/listen" && m.IsCall() {
+		release, ok := p.streams.Acquire(principal)
+		if !ok {
+			mcphttp.WriteBusy(w, m.ID)
+			return
+		}
+		defer release()
 	}
 	if !m.IsCall() {
 		// On the principal's own session or child, as its calls.

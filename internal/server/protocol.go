@@ -27,6 +27,7 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -50,7 +51,7 @@ var (
 // the 1 MiB body limit (HTTP 413 beyond it). The body is read first, so
 // that every JSON-RPC error written here carries the request's id, and in
 // the same pass the raw params are filed for HostRequest (raw.go).
-func CheckRequests(next http.Handler) http.Handler {
+func CheckRequests(next http.Handler, streams *mcphttp.Streams) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
 			next.ServeHTTP(w, r)
@@ -71,6 +72,14 @@ func CheckRequests(next http.Handler) http.Handler {
 			writeRPCError(w, http.StatusBadRequest, msg.id, &jsonrpc.Error{Code: CodeUnsupportedProtocolVersion,
 				Message: "unsupported protocol version: this server speaks " + ProtocolVersion, Data: data})
 			return
+		}
+		for _, h := range []string{"Mcp-Name", "Mcp-Method", "MCP-Protocol-Version"} {
+			// One value each: Get reads the first, and an intermediary
+			// that routes on another would see another request.
+			if len(r.Header.Values(h)) > 1 {
+				writeRPCError(w, http.StatusBadRequest, msg.id, &jsonrpc.Error{Code: CodeHeaderMismatch, Message: "the " + h + " header is repeated"})
+				return
+			}
 		}
 		for _, h := range []string{"Mcp-Name", "Mcp-Method"} {
 			if v := r.Header.Get(h); v != "" {
@@ -97,10 +106,26 @@ func CheckRequests(next http.Handler) http.Handler {
 				}
 				defer fileHTTP(r.Header, rc)()
 			}
+			if msg.method == "subscriptions/listen" && isCall && streams != nil {
+				release, ok := streams.Acquire(requestPrincipal(r))
+				if !ok {
+					mcphttp.WriteBusy(w, msg.id)
+					return
+				}
+				defer release()
+			}
 		}
 		// Anything else (batches, bad JSON) is the SDK's to refuse.
 		next.ServeHTTP(w, r)
 	})
+}
+
+// requestPrincipal is the authenticated principal of r, or Anonymous.
+func requestPrincipal(r *http.Request) string {
+	if ti := auth.TokenInfoFromContext(r.Context()); ti != nil && ti.UserID != "" {
+		return ti.UserID
+	}
+	return Anonymous
 }
 
 // CheckStdio wraps a transport (stdio) with the _meta check: a request

@@ -76,6 +76,9 @@ type Config struct {
 	// sessions (default 1000; beyond it initialize gets HTTP 503).
 	SessionIdle time.Duration
 	MaxSessions int
+	// MaxStreams caps the subscriptions/listen streams open at once
+	// (default 1024), 16 of them per principal; beyond, HTTP 503.
+	MaxStreams int
 }
 
 // Server is the MCP server plus its HTTP surface.
@@ -86,6 +89,7 @@ type Server struct {
 	metrics *Metrics
 	log     *slog.Logger
 	guard   Guard
+	streams mcphttp.Streams
 }
 
 // New builds the server and registers the demo tools.
@@ -112,7 +116,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.MaxSessions = DefaultMaxSessions
 	}
 	m := NewMetrics(cfg.Registry)
-	s := &Server{cfg: cfg, metrics: m, log: cfg.Logger}
+	s := &Server{cfg: cfg, metrics: m, log: cfg.Logger, streams: mcphttp.Streams{Max: cfg.MaxStreams}}
 	s.guard = Instrument(TraceGuard(cfg.Guard, cfg.Telemetry), m)
 	impl := &mcp.Implementation{Name: "mrtr-wasm", Title: "mrtr-wasm demo CRM", Version: cfg.Version}
 	const instructions = "A demo CRM. book_demo_call books a demo call (it asks for a name, a work email and a slot); list_bookings lists your bookings; connect_calendar connects an outside calendar through a page of this server."
@@ -182,7 +186,7 @@ func (s *Server) handler(withMCP bool) http.Handler {
 		MaxRequestBodyBytes: MaxBody,
 		Logger:              sdkLogger(s.log),
 	})
-	var mcpHandler http.Handler = legacy.Router(CheckRequests(sdk), &legacy.Sessions{Handler: sessions, Server: s.legacy, Max: s.cfg.MaxSessions,
+	var mcpHandler http.Handler = legacy.Router(CheckRequests(sdk, &s.streams), &legacy.Sessions{Handler: sessions, Server: s.legacy, Max: s.cfg.MaxSessions,
 		Refused: s.metrics.LegacySessionsRefused.Inc}, MaxBody)
 	mux := http.NewServeMux()
 	if a := s.cfg.Auth; a != nil {
