@@ -47,7 +47,7 @@ up=$((20000 + RANDOM % 20000))
 pids+=($!)
 wait_up "http://127.0.0.1:$up/mcp" "${pids[-1]}" "$work/upstream.log"
 
-"$work/mrtr-wasm" keygen >"$work/keys"
+"$work/mrtr-wasm" keygen -o "$work/keys"
 "$work/mrtr-wasm" proxy --addr 127.0.0.1:0 --upstream "http://127.0.0.1:$up/mcp" --keys "$work/keys" \
 	--wasm-cache "${MRTR_WASM_CACHE:-$root/.cache/wasm}" --log-format json >"$work/proxy.log" 2>&1 &
 pids+=($!)

@@ -43,8 +43,8 @@ function start(cmd, args, pattern) {
 before(() => {
   bin = process.env.MRTR_WASM_BIN ?? join(work, 'mrtr-wasm');
   if (!process.env.MRTR_WASM_BIN) execFileSync('go', ['build', '-o', bin, './cmd/mrtr-wasm'], { cwd: root, stdio: 'inherit' });
-  writeFileSync(join(work, 'keys'), execFileSync(bin, ['keygen']));
-  writeFileSync(join(work, 'tokens.json'), JSON.stringify(tokens));
+  writeFileSync(join(work, 'keys'), execFileSync(bin, ['keygen']), { mode: 0o600 });
+  writeFileSync(join(work, 'tokens.json'), JSON.stringify(tokens), { mode: 0o600 });
 });
 
 after(() => {
