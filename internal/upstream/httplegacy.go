@@ -356,6 +356,13 @@ func (l *LegacyHTTP) Call(ctx context.Context, msg []byte, h http.Header, onMess
 	b, err := l.call(ctx, msg, h, onMessage)
 	l.noteHealth(caller, err)
 	if err != nil {
+		if ctx.Err() != nil {
+			// Ended early (the client cancelled, or the timeout): a server
+			// of this era does not stop for a closed request, so tell it,
+			// under the id it knows the call by (unique: never a later
+			// call's).
+			go l.cancelSent(caller, id, h)
+		}
 		return nil, err
 	}
 	if r, perr := parseMessage(b); perr == nil && r.hasID {
@@ -396,6 +403,20 @@ func (l *LegacyHTTP) Send(ctx context.Context, msg []byte, h http.Header) error 
 	}
 	defer l.done(s)
 	return l.HTTP.Send(ctx, msg, legacyHeader(h, s.id))
+}
+
+// cancelSent sends notifications/cancelled for a call sent under id, on
+// the session of the principal ctx names, off the caller's path.
+func (l *LegacyHTTP) cancelSent(ctx context.Context, id []byte, h http.Header) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(l.timeout, 5*time.Second))
+	defer cancel()
+	msg := []byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":` + string(id) + `,"reason":"the proxy's call ended"}}`)
+	s, err := l.session(ctx, principalOf(ctx), "")
+	if err != nil {
+		return
+	}
+	defer l.done(s)
+	_ = l.HTTP.Send(ctx, msg, legacyHeader(h, s.id))
 }
 
 // cancelled returns a client's notifications/cancelled with the id its
