@@ -98,6 +98,18 @@ func ErrorResponse(id json.RawMessage, e *jsonrpc.Error) []byte {
 	return body
 }
 
+// CheckRepeatedHeaders refuses a request that repeats an MCP header: it
+// is read with Get (the first value), and an intermediary that routes on
+// another would see another request.
+func CheckRepeatedHeaders(h http.Header) *jsonrpc.Error {
+	for _, k := range []string{"Mcp-Name", "Mcp-Method", "MCP-Protocol-Version"} {
+		if len(h.Values(k)) > 1 {
+			return &jsonrpc.Error{Code: CodeHeaderMismatch, Message: "the " + k + " header is repeated"}
+		}
+	}
+	return nil
+}
+
 // WriteRPCError writes a JSON-RPC error response (id null when unknown).
 func WriteRPCError(w http.ResponseWriter, status int, id json.RawMessage, e *jsonrpc.Error) {
 	body := ErrorResponse(id, e)
@@ -131,13 +143,9 @@ func Check(w http.ResponseWriter, r *http.Request) (body []byte, m *Message, per
 			Message: "unsupported protocol version: this server speaks " + ProtocolVersion, Data: data})
 		return nil, nil, nil, false
 	}
-	for _, h := range []string{"Mcp-Name", "Mcp-Method", "MCP-Protocol-Version"} {
-		// One value each: Get reads the first, and an intermediary that
-		// routes on another would see another request.
-		if len(r.Header.Values(h)) > 1 {
-			WriteRPCError(w, http.StatusBadRequest, id, &jsonrpc.Error{Code: CodeHeaderMismatch, Message: "the " + h + " header is repeated"})
-			return nil, nil, nil, false
-		}
+	if e := CheckRepeatedHeaders(r.Header); e != nil {
+		WriteRPCError(w, http.StatusBadRequest, id, e)
+		return nil, nil, nil, false
 	}
 	for _, h := range []string{"Mcp-Name", "Mcp-Method"} {
 		if v := r.Header.Get(h); v != "" {

@@ -12,7 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
@@ -223,10 +222,7 @@ func (p *Proxy) serveMCP(w http.ResponseWriter, r *http.Request) {
 		mcphttp.WriteRPCError(w, http.StatusBadRequest, id, jerr)
 		return
 	}
-	principal := server.Anonymous
-	if ti := auth.TokenInfoFromContext(r.Context()); ti != nil && ti.UserID != "" {
-		principal = ti.UserID
-	}
+	principal := server.RequestPrincipal(r)
 	h := p.upstreamHeaders(r.Header, principal)
 	var params []mcphttp.ParamHeader
 	if m.Method == "tools/call" {

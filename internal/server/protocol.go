@@ -73,13 +73,9 @@ func CheckRequests(next http.Handler, streams *mcphttp.Streams) http.Handler {
 				Message: "unsupported protocol version: this server speaks " + ProtocolVersion, Data: data})
 			return
 		}
-		for _, h := range []string{"Mcp-Name", "Mcp-Method", "MCP-Protocol-Version"} {
-			// One value each: Get reads the first, and an intermediary
-			// that routes on another would see another request.
-			if len(r.Header.Values(h)) > 1 {
-				writeRPCError(w, http.StatusBadRequest, msg.id, &jsonrpc.Error{Code: CodeHeaderMismatch, Message: "the " + h + " header is repeated"})
-				return
-			}
+		if e := mcphttp.CheckRepeatedHeaders(r.Header); e != nil {
+			writeRPCError(w, http.StatusBadRequest, msg.id, e)
+			return
 		}
 		for _, h := range []string{"Mcp-Name", "Mcp-Method"} {
 			if v := r.Header.Get(h); v != "" {
@@ -107,7 +103,7 @@ func CheckRequests(next http.Handler, streams *mcphttp.Streams) http.Handler {
 				defer fileHTTP(r.Header, rc)()
 			}
 			if msg.method == "subscriptions/listen" && isCall && streams != nil {
-				release, ok := streams.Acquire(requestPrincipal(r))
+				release, ok := streams.Acquire(RequestPrincipal(r))
 				if !ok {
 					mcphttp.WriteBusy(w, msg.id)
 					return
@@ -120,8 +116,8 @@ func CheckRequests(next http.Handler, streams *mcphttp.Streams) http.Handler {
 	})
 }
 
-// requestPrincipal is the authenticated principal of r, or Anonymous.
-func requestPrincipal(r *http.Request) string {
+// RequestPrincipal is the authenticated principal of r, or Anonymous.
+func RequestPrincipal(r *http.Request) string {
 	if ti := auth.TokenInfoFromContext(r.Context()); ti != nil && ti.UserID != "" {
 		return ti.UserID
 	}

@@ -37,18 +37,7 @@ func TestLegacyHTTPSameClientIDConcurrently(t *testing.T) {
 	})
 	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
 	t.Cleanup(ts.Close)
-	u, err := NewHTTP(HTTPOptions{URL: ts.URL, Timeout: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	up, err := DetectHTTP(context.Background(), u, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, ok := up.(*LegacyHTTP)
-	if !ok {
-		t.Fatalf("not detected as legacy: %T", up)
-	}
+	l := legacyOf(t, ts.URL)
 	ctx := WithPrincipal(context.Background(), "alice")
 	if _, err := l.Call(ctx, []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}`), nil, nil); err != nil {
 		t.Fatal(err) // alice's session is open before the two calls

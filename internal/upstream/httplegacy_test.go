@@ -7,7 +7,6 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -22,18 +21,7 @@ func TestLegacyHTTPSessionPerPrincipal(t *testing.T) {
 	})
 	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
 	t.Cleanup(ts.Close)
-	u, err := NewHTTP(HTTPOptions{URL: ts.URL, Timeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	up, err := DetectHTTP(context.Background(), u, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, ok := up.(*LegacyHTTP)
-	if !ok {
-		t.Fatalf("a 2025-11-25-only server was not detected as legacy (%T)", up)
-	}
+	l := legacyOf(t, ts.URL)
 	if _, legacy := l.Discovery(); !legacy {
 		t.Fatal("Discovery says not legacy")
 	}

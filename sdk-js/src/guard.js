@@ -288,7 +288,7 @@ class Guard {
     if (signal?.aborted) throw new GuardError(codes.UNAVAILABLE, 'guard call not started: aborted');
     // Refused before it reaches an instance: copied in, it would only grow
     // the guest's memory, which never shrinks (as host/guard.go call).
-    if (env.length > MAX_REQUEST / 3 && utf8Length(env) > MAX_REQUEST) {
+    if (env.length > MAX_REQUEST / 3 && textEncoder.encode(env).length > MAX_REQUEST) {
       throw new GuardError(codes.REQUEST_TOO_LARGE, `request is larger than ${MAX_REQUEST} bytes`);
     }
     const inst = await this.#instance();
@@ -535,22 +535,6 @@ function closedError() {
 // MAX_REQUEST is the largest envelope the guard takes, as configured
 // (maxRequest; the Go host's core.DefaultMaxRequest).
 const MAX_REQUEST = 1 << 20;
-
-// utf8Length is the UTF-8 length of a well-formed string, without
-// encoding it.
-function utf8Length(s) {
-  let n = 0;
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c < 0x80) n += 1;
-    else if (c < 0x800) n += 2;
-    else if (c >= 0xd800 && c <= 0xdbff) {
-      n += 4;
-      i++;
-    } else n += 3;
-  }
-  return n;
-}
 
 // limits writes the caller's and the policy's TTL and round limit into an
 // ask or resume envelope. The core narrows the guard's own limits with
