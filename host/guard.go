@@ -116,7 +116,7 @@ type Guard struct {
 	idle chan *slot
 	live chan struct{}
 
-	upLimits limitsMemo // the policy's limits per upstream tool (UpstreamAsk)
+	upDecisions decisionMemo // the policy's last decision per upstream tool (UpstreamAsk)
 
 	keysMu  sync.RWMutex
 	confEnv []byte // the configure envelope; it holds the keys
@@ -471,6 +471,7 @@ type response struct {
 	Interrupted   bool                       `json:"interrupted"`
 	AnswersDigest string                     `json:"answersDigest"`
 	Input         json.RawMessage            `json:"input"`
+	Decision      json.RawMessage            `json:"decision"`
 	Error         *wireError                 `json:"error"`
 	Status        Status                     `json:"status"`
 	OperationID   string                     `json:"operationId"`
@@ -563,10 +564,9 @@ func appendRaw(env []byte, name string, raw json.RawMessage) ([]byte, error) {
 type AskOption func(*askOptions)
 
 type askOptions struct {
-	progress  []byte
-	after     *Outcome
-	ttl       time.Duration
-	maxRounds int
+	progress []byte
+	after    *Outcome
+	policy   []byte // the policy's decision as the envelope's "policy" (nil: no policy)
 }
 
 // WithProgress seals the application's own bytes into the state; Resume
@@ -602,7 +602,7 @@ func (g *Guard) Ask(ctx context.Context, req *Request, inputs []InputRequest, op
 		env = base64.RawURLEncoding.AppendEncode(env, o.progress)
 		env = append(env, '"')
 	}
-	env = o.appendPolicyLimits(env)
+	env = o.appendPolicy(env)
 	if a := o.after; a != nil {
 		if a.Status != Complete {
 			return nil, &Error{Code: core.CodeRequestMalformed, Message: "WithPrevious needs a complete outcome"}
@@ -673,7 +673,7 @@ func (g *Guard) Resume(ctx context.Context, req *Request) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	env = lim.appendPolicyLimits(env)
+	env = lim.appendPolicy(env)
 	env = append(env, '}')
 	var r response
 	if err := g.call(ctx, env, &r); err != nil {

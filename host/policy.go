@@ -105,6 +105,35 @@ func (q *PolicyQuery) BuildInput(ctx context.Context, ask, withPrincipal bool) (
 	return r.Input, nil
 }
 
+// ReadDecision reads a policy's decision document (policies/README.md;
+// nil when the policy gave none) as the guard core reads it (guest/ABI.md,
+// op policy.decision): deny always wins, an allow needs both limits, and
+// anything not shaped as documented refuses. It returns the document as
+// read, in the same shape. The shipped policy package uses it, so no host
+// judges a decision by its own rule.
+func (q *PolicyQuery) ReadDecision(ctx context.Context, document json.RawMessage) (json.RawMessage, error) {
+	env := []byte(`{"v":1,"op":"policy.decision"`)
+	if document != nil {
+		if !json.Valid(document) {
+			return nil, &Error{Code: CodePolicyDenied, Message: "the policy's decision is not JSON", Reason: "policy_error"}
+		}
+		env = append(env, `,"document":`...)
+		env = append(env, document...)
+	}
+	env = append(env, '}')
+	var r response
+	var err error
+	if q != nil && q.guard != nil {
+		err = q.guard.call(ctx, env, &r)
+	} else {
+		err = nativeCall(env, &r)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return r.Decision, nil
+}
+
 // policyInputError refuses a query whose input the core cannot build
 // (duplicate keys, params that are not JSON): the ask would fail anyway.
 func policyInputError(err error) error {
@@ -132,9 +161,10 @@ func nativeCall(env []byte, r *response) error {
 	return nil
 }
 
-// PolicyDecision is a Policy's answer. A nil decision, Allow false or any
-// denial refuses: deny always wins, and an undefined rule must never turn
-// into an allow.
+// PolicyDecision is a Policy's answer, which the guard core reads (as it
+// reads the JavaScript host's: guest/ABI.md, "policy"). A nil decision,
+// Allow false, a Code or any denial refuses: deny always wins, and an
+// undefined rule must never turn into an allow.
 type PolicyDecision struct {
 	Allow bool
 	// Code, Rule and Message say which rule denied and why (the first
@@ -175,85 +205,93 @@ func (g *Guard) policyAsk(ctx context.Context, req *Request, inputs []InputReque
 		return nil
 	}
 	d, err := p.Ask(ctx, g.policyQuery(req, inputs))
-	if err := denied(d, err); err != nil {
-		return err
+	if err != nil {
+		return evalError(err)
 	}
-	// The core narrows the guard's own limits with these, never widens
-	// them (guest/ABI.md, policyTtl and policyMaxRounds).
-	o.ttl, o.maxRounds = d.TTL, d.MaxRounds
+	o.policy = appendDecision(nil, d)
 	return nil
 }
 
-// policyResume returns the round limit the policy sets for a resume (0:
-// the guard's own), or the error that refuses it.
+// policyResume returns the policy's decision on a resume, which the core
+// applies, or the error its evaluation ended in.
 func (g *Guard) policyResume(ctx context.Context, req *Request) (askOptions, error) {
 	p := g.cfg.policy
 	if p == nil {
 		return askOptions{}, nil
 	}
 	d, err := p.Resume(ctx, g.policyQuery(req, nil))
-	if err := denied(d, err); err != nil {
-		return askOptions{}, err
-	}
-	return askOptions{maxRounds: d.MaxRounds, ttl: d.TTL}, nil
-}
-
-// appendPolicyLimits adds the policy's limits to an ask or resume
-// envelope as policyTtl and policyMaxRounds. The core narrows the guard's
-// own limits with them, never widens them: the ledger keeps a finished
-// round for as long as the guard's own limits let a state of it open
-// (rememberSeconds).
-func (o askOptions) appendPolicyLimits(env []byte) []byte {
-	if o.maxRounds > 0 {
-		env = append(env, `,"policyMaxRounds":`...)
-		env = strconv.AppendInt(env, int64(o.maxRounds), 10)
-	}
-	if o.ttl >= time.Second {
-		env = append(env, `,"policyTtl":`...)
-		env = strconv.AppendInt(env, int64(o.ttl/time.Second), 10)
-	}
-	return env
-}
-
-func denied(d *PolicyDecision, err error) error {
 	if err != nil {
-		if e, ok := AsError(err); ok && e.Code == CodePolicyDenied {
-			return e
+		return askOptions{}, evalError(err)
+	}
+	return askOptions{policy: appendDecision(nil, d)}, nil
+}
+
+// appendPolicy adds the policy's decision to an ask or resume envelope
+// ("policy", guest/ABI.md). The core decides whether it allows, builds the
+// refusal, and narrows the guard's own limits with the policy's, never
+// widening them: the ledger keeps a finished round for as long as the
+// guard's own limits let a state of it open (rememberSeconds).
+func (o askOptions) appendPolicy(env []byte) []byte {
+	if o.policy == nil {
+		return env
+	}
+	env = append(env, `,"policy":`...)
+	return append(env, o.policy...)
+}
+
+// appendDecision writes d as the core reads a host policy's answer; nil
+// is null, which refuses.
+func appendDecision(dst []byte, d *PolicyDecision) []byte {
+	if d == nil {
+		return append(dst, "null"...)
+	}
+	dst = append(dst, `{"allow":`...)
+	dst = strconv.AppendBool(dst, d.Allow)
+	for _, m := range [...]struct{ k, v string }{{"code", d.Code}, {"rule", d.Rule}, {"message", d.Message}} {
+		if m.v != "" {
+			dst = append(dst, `,"`+m.k+`":`...)
+			dst = core.AppendJSONString(dst, m.v)
 		}
-		// The evaluation error may quote the request: keep it out.
-		return &Error{Code: CodePolicyDenied, Message: "policy evaluation failed", Reason: "policy_error"}
 	}
-	if d != nil && d.Allow && len(d.Denials) == 0 && d.Code == "" {
-		return nil
-	}
-	first := PolicyDenial{Code: "policy.undecided", Message: "the policy does not allow this request"}
-	var all []PolicyDenial
-	if d != nil {
-		all = d.Denials
-		switch {
-		case d.Code != "" || d.Message != "":
-			first = PolicyDenial{Code: d.Code, Rule: d.Rule, Message: d.Message}
-			if first.Message == "" {
-				first.Message = "the policy does not allow this request"
+	if len(d.Denials) > 0 {
+		dst = append(dst, `,"denials":[`...)
+		for i, x := range d.Denials {
+			if i > 0 {
+				dst = append(dst, ',')
 			}
-		case len(all) > 0:
-			first = all[0]
+			dst = append(dst, `{"code":`...)
+			dst = core.AppendJSONString(dst, x.Code)
+			dst = append(dst, `,"rule":`...)
+			dst = core.AppendJSONString(dst, x.Rule)
+			dst = append(dst, `,"key":`...)
+			dst = core.AppendJSONString(dst, x.Key)
+			dst = append(dst, `,"field":`...)
+			dst = core.AppendJSONString(dst, x.Field)
+			dst = append(dst, `,"message":`...)
+			dst = core.AppendJSONString(dst, x.Message)
+			dst = append(dst, '}')
 		}
+		dst = append(dst, ']')
 	}
-	if len(all) == 0 {
-		all = []PolicyDenial{first}
+	if d.MaxRounds > 0 {
+		dst = append(dst, `,"maxRounds":`...)
+		dst = strconv.AppendInt(dst, int64(d.MaxRounds), 10)
 	}
-	e := &Error{Code: CodePolicyDenied, Message: first.Message + " (" + first.Code, Reason: first.Code}
-	if first.Rule != "" {
-		e.Message += ", rule " + first.Rule
-		e.Reason += " (" + first.Rule + ")"
+	if d.TTL >= time.Second {
+		dst = append(dst, `,"ttl":`...)
+		dst = strconv.AppendInt(dst, int64(d.TTL/time.Second), 10)
 	}
-	e.Message += ")"
-	e.Data, _ = json.Marshal(struct {
-		Policy  PolicyDenial   `json:"policy"`
-		Denials []PolicyDenial `json:"denials"`
-	}{first, all})
-	return e
+	return append(dst, '}')
+}
+
+// evalError is the error of a policy that could not decide. Its own
+// mrtr.policy.denied passes as it is; anything else may quote the
+// request, so it is replaced.
+func evalError(err error) error {
+	if e, ok := AsError(err); ok && e.Code == CodePolicyDenied {
+		return e
+	}
+	return &Error{Code: CodePolicyDenied, Message: "policy evaluation failed", Reason: "policy_error"}
 }
 
 // PolicyDenials returns why a policy refused, when e is a policy denial:

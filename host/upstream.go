@@ -1,6 +1,7 @@
 package host
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/sha256"
@@ -209,15 +210,16 @@ func (g *Guard) UpstreamAsk(ctx context.Context, c *UpstreamCall, response json.
 	}
 	req := &Request{Principal: c.Principal, Method: c.Method, Target: c.Target, Scopes: c.Scopes, Claims: c.Claims}
 	// One guest call where one will do: the round is sealed with the
-	// limits the policy set for this tool last time (the guard's own at
-	// first) and the policy decides on the requests the core wrote into
-	// it, byte for byte what the client would see. The round goes out
-	// only if the policy allows it with exactly those limits; other
-	// limits seal it again. A refusal by the core falls back to inputs,
-	// policy, ask, so that the policy still speaks first.
+	// decision the policy gave for this tool last time (none at first)
+	// and the policy decides on the requests the core wrote into it, byte
+	// for byte what the client would see. The round goes out only if the
+	// policy gave exactly that decision again; any other is applied by
+	// sealing again, where the core allows or refuses it. A refusal by the
+	// core falls back to inputs, policy, ask, so that the policy still
+	// speaks first.
 	key := c.Upstream + "\x00" + c.Method + "\x00" + c.Target
-	guess := g.upLimits.get(key)
-	if r, err := g.upstreamAsk(ctx, c, response, after, guess); err == nil {
+	guess := g.upDecisions.get(key)
+	if r, err := g.upstreamAsk(ctx, c, response, after, askOptions{policy: guess}); err == nil {
 		inputs, err := requestsOfResult(r.Result)
 		if err != nil {
 			return nil, err
@@ -226,8 +228,8 @@ func (g *Guard) UpstreamAsk(ctx context.Context, c *UpstreamCall, response json.
 		if err := g.policyAsk(ctx, req, inputs, &o); err != nil {
 			return nil, err
 		}
-		g.upLimits.put(key, o)
-		if sameLimits(o, guess) {
+		g.upDecisions.put(key, o.policy)
+		if guess != nil && bytes.Equal(o.policy, guess) {
 			return r, nil
 		}
 		return g.upstreamAsk(ctx, c, response, after, o)
@@ -240,43 +242,38 @@ func (g *Guard) UpstreamAsk(ctx context.Context, c *UpstreamCall, response json.
 	if err := g.policyAsk(ctx, req, inputs, &o); err != nil {
 		return nil, err
 	}
+	g.upDecisions.put(key, o.policy)
 	return g.upstreamAsk(ctx, c, response, after, o)
 }
 
-// sameLimits reports whether a and b put the same policy limits in the
-// envelope. (Two that differ may still seal alike, since the core narrows
-// the guard's own limits with them; that costs a second guest call, never
-// a wrong state.)
-func sameLimits(a, b askOptions) bool {
-	return a.ttl/time.Second == b.ttl/time.Second && a.maxRounds == b.maxRounds
-}
-
-// limitsMemo holds the limits the policy last set per upstream tool,
-// which the next ask of that tool is sealed with first. A guess that
-// turns out wrong costs a second guest call, never a wrong state.
-type limitsMemo struct {
+// decisionMemo holds the decision the policy last gave per upstream tool
+// (as the envelope carries it), which the next ask of that tool is sealed
+// with first. A guess that turns out wrong costs a second guest call,
+// never a wrong state.
+type decisionMemo struct {
 	mu sync.Mutex
-	m  map[string]askOptions
+	m  map[string][]byte
 }
 
-const maxLimitsMemo = 4096
+const maxDecisionMemo = 4096
 
-func (l *limitsMemo) get(key string) askOptions {
+func (l *decisionMemo) get(key string) []byte {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.m[key]
 }
 
-func (l *limitsMemo) put(key string, o askOptions) {
+func (l *decisionMemo) put(key string, d []byte) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.m == nil || len(l.m) >= maxLimitsMemo {
-		l.m = make(map[string]askOptions)
+	if l.m == nil || len(l.m) >= maxDecisionMemo {
+		l.m = make(map[string][]byte)
 	}
-	l.m[key] = askOptions{ttl: o.ttl, maxRounds: o.maxRounds}
+	l.m[key] = d
 }
 
-// upstreamAsk is op upstream.ask with the limits o (zero: the guard's).
+// upstreamAsk is op upstream.ask with the policy's decision o (none: the
+// guard's own limits).
 func (g *Guard) upstreamAsk(ctx context.Context, c *UpstreamCall, response json.RawMessage, after *UpstreamOutcome, o askOptions) (*UpstreamRound, error) {
 	env, err := g.upstreamEnvelope("upstream.ask", c)
 	if err != nil {
@@ -285,7 +282,7 @@ func (g *Guard) upstreamAsk(ctx context.Context, c *UpstreamCall, response json.
 	if env, err = appendRaw(env, "response", response); err != nil {
 		return nil, &Error{Code: core.CodeUpstreamResult, Message: "the upstream's response is not JSON"}
 	}
-	env = o.appendPolicyLimits(env)
+	env = o.appendPolicy(env)
 	if after != nil {
 		env = append(env, `,"after":{"operationId":`...)
 		env = core.AppendJSONString(env, after.OperationID)
@@ -315,7 +312,7 @@ func (g *Guard) UpstreamResume(ctx context.Context, c *UpstreamCall) (*UpstreamO
 	if err != nil {
 		return nil, err
 	}
-	env = lim.appendPolicyLimits(env)
+	env = lim.appendPolicy(env)
 	env = append(env, '}')
 	var r upstreamResponse
 	if err := g.callInto(ctx, env, &r); err != nil {

@@ -191,6 +191,9 @@ func (v *gen) write(path string) {
 func ok(status string) vecExpect          { return vecExpect{OK: true, Status: status} }
 func langs(l map[string]string) vecExpect { return vecExpect{OK: true, Languages: l} }
 func fail(code string) vecExpect          { return vecExpect{Code: code} }
+func refused(reason string) vecExpect {
+	return vecExpect{Code: core.CodePolicyDenied, Reason: reason}
+}
 func stateFail(reason string) vecExpect {
 	return vecExpect{Code: core.CodeStateInvalid, Reason: reason}
 }
@@ -286,6 +289,7 @@ func TestVectors(t *testing.T) {
 		genUpstream(t).write(filepath.Join(dir, "upstream.json"))
 		genDigest(t).write(filepath.Join(dir, "digest.json"))
 		genPolicyInput(t).write(filepath.Join(dir, "policy-input.json"))
+		genPolicyDecision(t).write(filepath.Join(dir, "policy-decision.json"))
 	}
 	runVectorFiles(t, dir)
 }
@@ -324,9 +328,14 @@ func genAsk(t *testing.T) *gen {
 	// Limits only narrow the guard's own (300 s, 3 rounds): the state's
 	// expiry shows which TTL it was sealed with.
 	v.req("a ttl above the guard's own seals with the guard's", call{op: "ask", label: "m6", rest: askRest(`{"confirm":`+confirmForm+`}`) + `,"ttl":600,"maxRounds":50`}.env(), ok("input_required"))
-	v.req("the policy's limits narrow", call{op: "ask", label: "m7", rest: askRest(`{"confirm":`+confirmForm+`}`) + `,"policyTtl":60,"policyMaxRounds":1`}.env(), ok("input_required"))
-	v.req("the narrowest of the caller's and the policy's ttl counts", call{op: "ask", label: "m8", rest: askRest(`{"confirm":`+confirmForm+`}`) + `,"ttl":120,"policyTtl":86401`}.env(), ok("input_required"))
-	v.req("a policy ttl of 0", call{op: "ask", label: "m9", rest: askRest(`{"confirm":`+confirmForm+`}`) + `,"policyTtl":0`}.env(), fail(core.CodeRequestMalformed))
+	v.req("the policy's limits narrow", call{op: "ask", label: "m7", rest: askRest(`{"confirm":`+confirmForm+`}`) + `,"policy":{"allow":true,"ttl":60,"maxRounds":1}`}.env(), ok("input_required"))
+	v.req("the narrowest of the caller's and the policy's ttl counts", call{op: "ask", label: "m8", rest: askRest(`{"confirm":`+confirmForm+`}`) + `,"ttl":120,"policy":{"document":{"allow":true,"deny":[],"max_rounds":9,"ttl_seconds":86401,"rules":["default"]}}`}.env(), ok("input_required"))
+	v.req("a policy ttl of 0 is the guard's own", call{op: "ask", label: "m9", rest: askRest(`{"confirm":`+confirmForm+`}`) + `,"policy":{"allow":true,"ttl":0}`}.env(), ok("input_required"))
+	v.req("a policy's refusal, before the form is read", call{op: "ask", label: "m10", rest: askRest(`{"confirm":7}`) + `,"policy":{"allow":false,"code":"policy.field_not_allowed","rule":"tools.book_demo_call","message":"no","denials":[{"code":"policy.field_not_allowed","rule":"tools.book_demo_call","key":"confirm","field":"ok","message":"no"}]}`}.env(), refused("policy.field_not_allowed (tools.book_demo_call)"))
+	v.req("an allow with a denial refuses", call{op: "ask", label: "m11", rest: askRest(`{"confirm":`+confirmForm+`}`) + `,"policy":{"allow":true,"denials":[{"code":"x.no","rule":"","key":"","field":"","message":"no"}]}`}.env(), refused("x.no"))
+	v.req("a policy that gave no decision refuses", call{op: "ask", label: "m12", rest: askRest(`{"confirm":`+confirmForm+`}`) + `,"policy":null`}.env(), refused("policy.undecided"))
+	v.req("a decision document without limits refuses", call{op: "ask", label: "m13", rest: askRest(`{"confirm":`+confirmForm+`}`) + `,"policy":{"document":{"allow":true,"deny":[]}}`}.env(), refused("policy.undecided"))
+	v.req("a decision document that denies", call{op: "ask", label: "m14", rest: askRest(`{"confirm":`+confirmForm+`}`) + `,"policy":{"document":{"allow":false,"deny":[{"code":"policy.class_forbidden","rule":"forbidden_classes","key":"confirm","field":"ok","message":"no"}],"max_rounds":3,"ttl_seconds":60,"rules":[]}}`}.env(), refused("policy.class_forbidden (forbidden_classes)"))
 	v.req("configure small maxState", configure([]string{vecKeyA}, `,"maxState":600`), ok(""))
 	v.req("state over maxState", call{op: "ask", label: "m5", rest: askRest(`{"contact":` + contactForm + `,"confirm":` + confirmForm + `}`)}.env(), fail(core.CodeRequestTooLarge))
 	return v
@@ -403,8 +412,9 @@ func genResume(t *testing.T) *gen {
 	resume("no elicitation capability on the re-ask", "r84", tp, `{}`, ok("input_required"))
 	v.req("re-ask refused when the retry dropped the capability", call{op: "resume", label: "r85", caps: `{}`, rest: resumeRest(tp, `{}`)}.env(), fail(core.CodeCapabilityMissing))
 	v.req("resume with a round limit of 1", call{op: "resume", label: "r86", rest: resumeRest(tp, `{}`) + `,"maxRounds":1`}.env(), fail(core.CodeRoundsExceeded))
-	v.req("resume with a policy round limit of 1", call{op: "resume", label: "r88", rest: resumeRest(tp, `{}`) + `,"policyMaxRounds":1`}.env(), fail(core.CodeRoundsExceeded))
-	v.req("a policy round limit above the guard's keeps the guard's", call{op: "resume", label: "r89", rest: resumeRest(tp, `{}`) + `,"policyMaxRounds":100,"policyTtl":30`}.env(), ok("input_required"))
+	v.req("resume with a policy round limit of 1", call{op: "resume", label: "r88", rest: resumeRest(tp, `{}`) + `,"policy":{"allow":true,"maxRounds":1}`}.env(), fail(core.CodeRoundsExceeded))
+	v.req("a policy's refusal on resume, before the state is opened", call{op: "resume", label: "r90", rest: resumeRest("v4.local.nothing", `{}`) + `,"policy":{"allow":false,"code":"policy.revoked","message":"revoked"}`}.env(), refused("policy.revoked"))
+	v.req("a policy round limit above the guard's keeps the guard's", call{op: "resume", label: "r89", rest: resumeRest(tp, `{}`) + `,"policy":{"allow":true,"maxRounds":100,"ttl":30}`}.env(), ok("input_required"))
 	v.req("resume without requestState", call{op: "resume", label: "r87", rest: `,"inputResponses":{}`}.env(), fail(core.CodeRequestMalformed))
 	return v
 }
@@ -782,6 +792,32 @@ func genDigest(t *testing.T) *gen {
 	resume("a field fewer", "d8", `{"f":{"action":"accept","content":{"name":"José"}},`+g+`}`)
 	resume("extreme numbers", "d9", `{"f":{"action":"accept","content":{"name":"José","n":1e21,"i":-0}},`+g+`}`)
 	resume("tiny number", "d10", `{"f":{"action":"accept","content":{"name":"José","n":0.000001234}},`+g+`}`)
+	return v
+}
+
+// genPolicyDecision pins how a decision document reads (op
+// policy.decision), the rule every host's policy package shares.
+func genPolicyDecision(t *testing.T) *gen {
+	v := newGen(t, "policy.decision: a policy's decision document read once for every host (deny wins, an allow needs both limits, anything malformed refuses). Needs no configuration.")
+	pd := func(name, doc string) {
+		env := `{"v":1,"op":"policy.decision"`
+		if doc != "" {
+			env += `,"document":` + doc
+		}
+		v.req(name, env+`}`, ok(""))
+	}
+	pd("an allow with limits", `{"allow":true,"deny":[],"max_rounds":3,"ttl_seconds":240,"rules":["tools.book_demo_call"]}`)
+	pd("limits written as integral floats", `{"allow":true,"max_rounds":3.0,"ttl_seconds":2.4e2}`)
+	pd("no decision", ``)
+	pd("null", `null`)
+	pd("not an object", `[{"allow":true}]`)
+	pd("an allow without limits", `{"allow":true,"deny":[]}`)
+	pd("a limit of 0, a fraction, above 2^31", `{"allow":true,"max_rounds":0,"ttl_seconds":2147483649}`)
+	pd("allow that is not true", `{"allow":"true","max_rounds":3,"ttl_seconds":60}`)
+	pd("deny wins, every reason kept", `{"allow":true,"deny":[{"code":"policy.field_not_allowed","rule":"tools.book_demo_call","key":"contact","field":"phone","message":"no phone"},{"code":"policy.class_forbidden","rule":"forbidden_classes","message":"no"}],"max_rounds":3,"ttl_seconds":60,"rules":["tools.book_demo_call"]}`)
+	pd("deny that is not a list", `{"allow":true,"deny":"policy.x","max_rounds":3,"ttl_seconds":60}`)
+	pd("members of the wrong type read as empty", `{"allow":false,"deny":[7,{"code":1,"rule":"r","message":null}],"rules":[1,"tools.x"]}`)
+	v.req("not JSON", `{"v":1,"op":"policy.decision","document":{"allow":tru}}`, fail(core.CodeJSONSyntax))
 	return v
 }
 

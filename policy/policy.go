@@ -177,7 +177,7 @@ func (c *compiled) decide(ctx context.Context, entry byte, q *host.PolicyQuery) 
 		c.memo.put(exact, d)
 		return d, nil
 	}
-	d, err := c.evalInput(ctx, entry, in)
+	d, err := c.evalInput(ctx, entry, in, q)
 	if err != nil {
 		return nil, err
 	}
@@ -194,10 +194,10 @@ func (c *compiled) evalQuery(ctx context.Context, entry byte, q *host.PolicyQuer
 	if err != nil {
 		return nil, err
 	}
-	return c.evalInput(ctx, entry, in)
+	return c.evalInput(ctx, entry, in, q)
 }
 
-func (c *compiled) evalInput(ctx context.Context, entry byte, in []byte) (*Decision, error) {
+func (c *compiled) evalInput(ctx context.Context, entry byte, in []byte, q *host.PolicyQuery) (*Decision, error) {
 	v, err := ast.ValueFromReader(bytes.NewReader(in))
 	if err != nil {
 		return nil, &host.Error{Code: host.CodePolicyDenied, Message: "the policy input is not JSON", Reason: "policy_input"}
@@ -206,7 +206,7 @@ func (c *compiled) evalInput(ctx context.Context, entry byte, in []byte) (*Decis
 	if entry == 'a' {
 		pq = c.ask
 	}
-	return c.eval(ctx, pq, v)
+	return c.eval(ctx, pq, v, q)
 }
 
 // Eval evaluates a raw policy input (JSON, shaped as policies/README.md
@@ -219,88 +219,36 @@ func (e *Engine) Eval(ctx context.Context, entrypoint string, input []byte) (*De
 	}
 	switch entrypoint {
 	case AskEntrypoint:
-		return c.eval(ctx, c.ask, v)
+		return c.eval(ctx, c.ask, v, nil)
 	case ResumeEntrypoint:
-		return c.eval(ctx, c.resume, v)
+		return c.eval(ctx, c.resume, v, nil)
 	}
 	return nil, fmt.Errorf("policy: unknown entrypoint %q (want %s or %s)", entrypoint, AskEntrypoint, ResumeEntrypoint)
 }
 
-func (c *compiled) eval(ctx context.Context, pq rego.PreparedEvalQuery, in ast.Value) (*Decision, error) {
+// eval evaluates the policy and has the guard core read its decision
+// document (host.PolicyQuery.ReadDecision; q's guard, or the core
+// compiled in when nil): the rule every host shares.
+func (c *compiled) eval(ctx context.Context, pq rego.PreparedEvalQuery, in ast.Value, q *host.PolicyQuery) (*Decision, error) {
 	rs, err := pq.Eval(ctx, rego.EvalParsedInput(in))
 	if err != nil {
 		return nil, err
 	}
-	if len(rs) != 1 || len(rs[0].Expressions) != 1 {
-		return undecided("the policy gave no decision"), nil
-	}
-	return decisionFrom(rs[0].Expressions[0].Value), nil
-}
-
-func undecided(msg string) *Decision {
-	return &Decision{Deny: []Denial{{Code: CodeUndecided, Message: msg}}}
-}
-
-// decisionFrom reads the decision document. Anything not shaped as
-// documented refuses: an undefined or malformed rule never allows.
-func decisionFrom(v any) *Decision {
-	m, ok := v.(map[string]any)
-	if !ok {
-		return undecided("the policy decision is not an object")
-	}
-	d := &Decision{Deny: []Denial{}, Rules: []string{}}
-	allow, _ := m["allow"].(bool)
-	if list, ok := m["deny"].([]any); ok {
-		for _, x := range list {
-			dm, _ := x.(map[string]any)
-			d.Deny = append(d.Deny, Denial{
-				Code:    str(dm["code"]),
-				Rule:    str(dm["rule"]),
-				Key:     str(dm["key"]),
-				Field:   str(dm["field"]),
-				Message: str(dm["message"]),
-			})
-		}
-	} else if m["deny"] != nil {
-		return undecided("the policy's deny is not a list")
-	}
-	d.MaxRounds = num(m["max_rounds"])
-	d.TTLSeconds = num(m["ttl_seconds"])
-	if list, ok := m["rules"].([]any); ok {
-		for _, x := range list {
-			d.Rules = append(d.Rules, str(x))
+	var doc json.RawMessage
+	if len(rs) == 1 && len(rs[0].Expressions) == 1 {
+		if doc, err = json.Marshal(rs[0].Expressions[0].Value); err != nil {
+			return nil, err
 		}
 	}
-	// Deny always wins, and an allow needs limits.
-	d.Allow = allow && len(d.Deny) == 0 && d.MaxRounds > 0 && d.TTLSeconds > 0
-	if !d.Allow && len(d.Deny) == 0 {
-		d.Deny = []Denial{{Code: CodeUndecided, Message: "the policy did not allow this request and gave no reason"}}
+	raw, err := q.ReadDecision(ctx, doc)
+	if err != nil {
+		return nil, err
 	}
-	return d
-}
-
-func str(v any) string {
-	s, _ := v.(string)
-	return s
-}
-
-func num(v any) int {
-	switch n := v.(type) {
-	case json.Number:
-		i, err := n.Int64()
-		if err == nil && i > 0 && i <= 1<<31 {
-			return int(i)
-		}
-	case int:
-		return n
-	case int64:
-		return int(n)
-	case float64:
-		if n > 0 && n <= 1<<31 && n == float64(int(n)) {
-			return int(n)
-		}
+	var d Decision
+	if err := json.Unmarshal(raw, &d); err != nil {
+		return nil, fmt.Errorf("policy: the guard core's reading of the decision: %w", err)
 	}
-	return 0
+	return &d, nil
 }
 
 // Host turns the decision into the guard's.

@@ -247,6 +247,24 @@ func TestBadDataFailsAtLoadWithLine(t *testing.T) {
 	wantLoadError(t, err, "nope", 0, "cannot read the policy directory")
 }
 
+// readDecision reads v as the policy package does: through the guard core.
+func readDecision(t *testing.T, v any) *Decision {
+	t.Helper()
+	doc, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := (*host.PolicyQuery)(nil).ReadDecision(context.Background(), doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d Decision
+	if err := json.Unmarshal(raw, &d); err != nil {
+		t.Fatal(err)
+	}
+	return &d
+}
+
 func TestUndefinedNeverAllows(t *testing.T) {
 	for name, v := range map[string]any{
 		"not an object":     "yes",
@@ -256,12 +274,12 @@ func TestUndefinedNeverAllows(t *testing.T) {
 		"allow not boolean": map[string]any{"allow": "true", "deny": []any{}, "max_rounds": json.Number("1"), "ttl_seconds": json.Number("1")},
 		"deny not a list":   map[string]any{"allow": true, "deny": "none", "max_rounds": json.Number("1"), "ttl_seconds": json.Number("1")},
 	} {
-		d := decisionFrom(v)
+		d := readDecision(t, v)
 		if d.Allow || len(d.Deny) == 0 || d.Host().Allow {
 			t.Errorf("%s: %+v", name, d)
 		}
 	}
-	ok := decisionFrom(map[string]any{"allow": true, "deny": []any{}, "max_rounds": json.Number("2"), "ttl_seconds": json.Number("60")})
+	ok := readDecision(t, map[string]any{"allow": true, "deny": []any{}, "max_rounds": json.Number("2"), "ttl_seconds": json.Number("60")})
 	if !ok.Allow || ok.MaxRounds != 2 || ok.TTLSeconds != 60 {
 		t.Errorf("a full allow: %+v", ok)
 	}

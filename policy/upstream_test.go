@@ -59,17 +59,18 @@ func TestUpstreamAskLimits(t *testing.T) {
 		ttl           time.Duration
 		lastRound     int
 	}{
-		// The first ask also has the core build the policy's input, and
-		// seals again whenever the policy's limits are not the (empty)
-		// ones it guessed: the host never compares them with the guard's
-		// own, the core does (guest/ABI.md, limits). From the second ask
-		// of a tool on, one call.
-		{name: "own limits", edit: func(map[string]any) {}, first: 3, second: 1, ttl: 300 * time.Second, lastRound: 3},
-		{name: "shorter ttl", edit: func(d map[string]any) { d["ttl_seconds"] = 60 }, first: 3, second: 1, ttl: 60 * time.Second, lastRound: 3},
-		{name: "fewer rounds", edit: func(d map[string]any) { d["max_rounds"] = 2 }, first: 3, second: 1, ttl: 300 * time.Second, lastRound: 2},
-		{name: "more rounds than the guard's: the guard's hold", edit: func(d map[string]any) { d["max_rounds"] = 5 }, first: 3, second: 1, ttl: 300 * time.Second, lastRound: 3},
-		{name: "more rounds within the guard's", edit: func(d map[string]any) { d["max_rounds"] = 5 }, guardRounds: 6, first: 3, second: 1, ttl: 300 * time.Second, lastRound: 5},
-		{name: "guard ttl longer than the policy's", edit: func(map[string]any) {}, guardTTL: 10 * time.Minute, first: 3, second: 1, ttl: 300 * time.Second, lastRound: 3},
+		// The first ask also has the core build the policy's input and
+		// read the policy's decision document, and seals again whenever
+		// the policy's decision is not the (empty) one it guessed: the
+		// host never judges a decision or compares limits with the
+		// guard's own, the core does (guest/ABI.md, policy and limits).
+		// From the second ask of a tool on, one call.
+		{name: "own limits", edit: func(map[string]any) {}, first: 4, second: 1, ttl: 300 * time.Second, lastRound: 3},
+		{name: "shorter ttl", edit: func(d map[string]any) { d["ttl_seconds"] = 60 }, first: 4, second: 1, ttl: 60 * time.Second, lastRound: 3},
+		{name: "fewer rounds", edit: func(d map[string]any) { d["max_rounds"] = 2 }, first: 4, second: 1, ttl: 300 * time.Second, lastRound: 2},
+		{name: "more rounds than the guard's: the guard's hold", edit: func(d map[string]any) { d["max_rounds"] = 5 }, first: 4, second: 1, ttl: 300 * time.Second, lastRound: 3},
+		{name: "more rounds within the guard's", edit: func(d map[string]any) { d["max_rounds"] = 5 }, guardRounds: 6, first: 4, second: 1, ttl: 300 * time.Second, lastRound: 5},
+		{name: "guard ttl longer than the policy's", edit: func(map[string]any) {}, guardTTL: 10 * time.Minute, first: 4, second: 1, ttl: 300 * time.Second, lastRound: 3},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := context.Background()

@@ -296,7 +296,11 @@ export interface PolicyDenial {
   message: string;
 }
 
-/** A policy's answer. A missing decision, allow: false or any denial refuses. */
+/**
+ * A policy's answer, which the guard core reads (guest/ABI.md, "policy"):
+ * only allow: true with no denial and no code allows; a missing or
+ * malformed decision refuses.
+ */
 export interface PolicyDecision {
   allow: boolean;
   /** The first denial. */
@@ -309,15 +313,20 @@ export interface PolicyDecision {
   ttl?: number;
 }
 
-export interface Policy {
-  ask(q: PolicyQuery): PolicyDecision | Promise<PolicyDecision>;
-  resume(q: PolicyQuery): PolicyDecision | Promise<PolicyDecision>;
+/** A decision document as the policy wrote it, for the guard core to read (null: no decision). */
+export interface DocumentDecision {
+  document: unknown;
 }
 
-/** The decision document of an entrypoint, as the policy package reads it. */
+export interface Policy {
+  ask(q: PolicyQuery): PolicyDecision | DocumentDecision | Promise<PolicyDecision | DocumentDecision>;
+  resume(q: PolicyQuery): PolicyDecision | DocumentDecision | Promise<PolicyDecision | DocumentDecision>;
+}
+
+/** A decision document as the guard core reads it (Guard.policyDecision). */
 export interface DecisionDocument {
   allow: boolean;
-  deny: { code: string; rule: string; key: string; field: string; message: string }[];
+  deny: PolicyDenial[];
   max_rounds: number;
   ttl_seconds: number;
   rules: string[];
@@ -328,8 +337,8 @@ export interface BundlePolicy extends Policy {
   entrypoints: string[];
   /** The entrypoint's decision document as the policy wrote it (undefined: no decision). */
   raw(entrypoint: string, input: unknown): unknown;
-  /** The decision document as the Go policy package reads it: deny wins, an allow needs limits. */
-  evaluate(entrypoint: string, input: unknown): DecisionDocument;
+  ask(q: PolicyQuery): DocumentDecision;
+  resume(q: PolicyQuery): DocumentDecision;
   /** Replaces the data file (the document at mrtr.config). */
   setData(config: unknown): void;
 }
@@ -352,8 +361,6 @@ export interface PolicyOptions {
 export function loadPolicy(source: string | URL | Uint8Array | ArrayBuffer | PolicyParts, options?: PolicyOptions): Promise<BundlePolicy>;
 /** The same from bundle bytes (tar.gz) or its parts. */
 export function policyFromBundle(bundle: Uint8Array | ArrayBuffer | PolicyParts, options?: PolicyOptions): Promise<BundlePolicy>;
-/** Reads a decision document as the Go policy package does. */
-export function decisionFrom(doc: unknown): DecisionDocument;
 
 // --- the guard ----------------------------------------------------------------
 
@@ -445,6 +452,8 @@ export interface Guard {
   resume(request: Request, options?: ResumeOptions): Promise<Outcome>;
   /** Checks a state as resume does; reports its shape, never its answers. */
   open(request: Request, options?: { signal?: AbortSignal }): Promise<StateInfo>;
+  /** Reads a policy's decision document as the core reads it for every host: deny wins, an allow needs both limits (undefined or null: no decision). */
+  policyDecision(document: unknown): Promise<DecisionDocument>;
   lint(inputRequest: Pick<InputRequest, 'method' | 'params'>): Promise<Finding[]>;
   lintSchema(schema: JSONInput | RawJSON): Promise<Finding[]>;
   /** Runs effect at most once per logical request (its result must be JSON-serialisable). */

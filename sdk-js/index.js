@@ -17,7 +17,7 @@ export { rawJSON } from './src/json.js';
 export { form, url, sampling, roots, isRetry, Outcome, Status, createGuardWith } from './src/guard.js';
 export { MemoryLedger, LedgerLostError, ClaimStatus, fingerprint } from './src/ledger.js';
 export { RedisLedger, redisLedger } from './src/redis-ledger.js';
-export { policyFromBundle, decisionFrom, ASK_ENTRYPOINT, RESUME_ENTRYPOINT } from './src/policy.js';
+export { policyFromBundle, ASK_ENTRYPOINT, RESUME_ENTRYPOINT } from './src/policy.js';
 export { wasiShim, WASIExit } from './src/wasi.js';
 export { webPlatform as platform, loadModule };
 

@@ -76,6 +76,14 @@ func (g *Guard) askOp(root int32) *Error {
 func (g *Guard) ask(root int32, cp *callCtx, reqs int32, ups *string, progress bool) *Error {
 	p := &g.p
 	c := *cp
+	// The policy speaks first: a refused round is refused whatever else
+	// is wrong with it.
+	st := stateOut{round: 1}
+	ttl, maxRounds, err := g.limits(root)
+	if err != nil {
+		return err
+	}
+	st.ttl = ttl
 	list, err := g.readInputRequests(reqs)
 	if err != nil {
 		return err
@@ -84,11 +92,6 @@ func (g *Guard) ask(root int32, cp *callCtx, reqs int32, ups *string, progress b
 		return err
 	}
 
-	st := stateOut{round: 1}
-	var maxRounds int64
-	if st.ttl, maxRounds, err = g.limits(root); err != nil {
-		return err
-	}
 	if pn := p.get(root, "progress"); progress && pn >= 0 && p.kindOf(pn) != jNull {
 		s, ok := p.string(pn)
 		if !ok || len(s) > b64.EncodedLen(maxProgressLen) {

@@ -55,6 +55,9 @@ const (
 
 	// A proxy's upstream (upstream.ask).
 	CodeUpstreamResult = "mrtr.upstream.invalid_result"
+
+	// A deployment policy refused (the "policy" of a round).
+	CodePolicyDenied = "mrtr.policy.denied"
 )
 
 // Internal reasons for CodeStateInvalid. Clients always see the same
@@ -82,7 +85,7 @@ const (
 const StateInvalidMessage = "invalid or expired requestState"
 
 // Error is an error with a stable code. Message is safe to show to the
-// caller; Reason (state errors only) is for logs.
+// caller; Reason (state errors and policy refusals) is for logs.
 type Error struct {
 	Code    string
 	Message string

@@ -342,7 +342,7 @@ var allCodes = []string{
 	CodeFormLegacyEnum, CodeFormSchemaDialect, CodeMissingMessage, CodeUnknownParam, CodeURLInvalid,
 	CodeURLNotHTTPS, CodeURLCredentials, CodeURLPersonalData, CodeInputUnknownMethod, CodeInputInvalidParams,
 	CodeInputKey, CodeInputDeprecated, CodeMethodNotAllowed, CodeCapabilityMissing, CodeStateInvalid,
-	CodeResponsesMalformed, CodeRoundsExceeded, CodeUpstreamResult,
+	CodeResponsesMalformed, CodeRoundsExceeded, CodeUpstreamResult, CodePolicyDenied,
 }
 
 var allReasons = []string{
@@ -427,8 +427,16 @@ func checkResponse(tb testing.TB, out []byte) map[string]any {
 		if !slices.Contains(allReasons, r) || msg != StateInvalidMessage {
 			tb.Fatalf("state error with reason %v, message %q", reason, msg)
 		}
+	} else if code == CodePolicyDenied {
+		// The first reason's code (and rule), as data.policy has it.
+		r, _ := reason.(string)
+		d, _ := e["data"].(map[string]any)
+		first, _ := d["policy"].(map[string]any)
+		if c, _ := first["code"].(string); r == "" || !strings.HasPrefix(r, c) {
+			tb.Fatalf("policy refusal with reason %v and data %v", reason, d)
+		}
 	} else if hasReason {
-		tb.Fatalf("reason outside a state error: %q", out)
+		tb.Fatalf("reason outside a state error or a policy refusal: %q", out)
 	}
 	if d, has := e["data"]; has {
 		if _, isObj := d.(map[string]any); !isObj {
@@ -604,6 +612,9 @@ func callSeeds(fx *fixture) [][]byte {
 		tResume("s3", fx.named["after"], `{"confirm":{"action":"accept","content":{"ok":false}}}`),
 		tResume("s4", fx.named["round3"], `{"contact":{"action":"accept","content":{"name":"A","email":"x"}}}`),
 		tAsk("s5", `{"k":{"method":"elicitation/create","params":{"message":"m","requestedSchema":{"type":"object","properties":{"a":{"type":"string","enum":["x","y"],"default":"x"},"b":{"type":"array","items":{"anyOf":[{"const":"p","title":"P"}]}}}}}}}`, `,"ttl":10,"maxRounds":5`),
+		tAsk("s6", `{"contact":`+tContactForm+`}`, `,"policy":{"allow":false,"code":"policy.x","rule":"tools.t","denials":[{"code":"policy.x","key":"contact","field":"email","message":"no"}]}`),
+		tAsk("s7", `{"contact":`+tContactForm+`}`, `,"policy":{"document":{"allow":true,"deny":[],"max_rounds":2,"ttl_seconds":60,"rules":["tools.t"]}}`),
+		`{"v":1,"op":"policy.decision","document":{"allow":true,"deny":[{"code":"c","rule":7}],"max_rounds":2.0,"ttl_seconds":1e2,"rules":[1,"r"]}}`,
 		`{"v":1,"op":"paseto.seal","key":"` + hex.EncodeToString(tKeyCBytes) + `","nonce":"` + hex.EncodeToString(tSeq(0x90, 32)) + `","payload":"p","footer":"f","implicit":"i"}`,
 	} {
 		seeds = append(seeds, []byte(s))

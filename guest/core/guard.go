@@ -154,6 +154,8 @@ func (g *Guard) Call(in []byte) (out []byte) {
 		err = g.upstreamInputsOp(root)
 	case "policy.input":
 		err = g.policyInputOp(root)
+	case "policy.decision":
+		err = g.policyDecisionOp(root)
 	case "paseto.seal":
 		err = g.pasetoSealOp(root)
 	case "paseto.open":
@@ -274,27 +276,34 @@ func (g *Guard) configure(root int32) *Error {
 }
 
 // limits are a round's TTL (seconds) and round limit: the guard's own,
-// narrowed by the caller's (ttl, maxRounds) and the policy's (policyTtl,
-// policyMaxRounds). A limit only narrows: one above the guard's own
-// leaves it, since the ledger remembers a finished operation for as long
-// as the guard's own limits let a state of it open (rememberSeconds). So
-// any positive integer is taken, and only the smallest counts.
+// narrowed by the caller's (ttl, maxRounds) and by the host's policy
+// decision ("policy"), which refuses the round instead when it does not
+// allow it. A limit only narrows: one above the guard's own leaves it,
+// since the ledger remembers a finished operation for as long as the
+// guard's own limits let a state of it open (rememberSeconds). So any
+// positive integer is taken, and only the smallest counts.
 func (g *Guard) limits(root int32) (ttl, rounds int64, err *Error) {
 	const most = 1<<53 - 1
-	ttl, rounds = g.ttl, int64(g.maxRounds)
-	for _, k := range [...]string{"ttl", "policyTtl"} {
-		v, err := optInt(&g.p, root, k, ttl, 1, most)
-		if err != nil {
-			return 0, 0, err
-		}
-		ttl = min(ttl, v)
+	pRounds, pTTL, err := readPolicy(&g.p, root)
+	if err != nil {
+		return 0, 0, err
 	}
-	for _, k := range [...]string{"maxRounds", "policyMaxRounds"} {
-		v, err := optInt(&g.p, root, k, rounds, 1, most)
-		if err != nil {
-			return 0, 0, err
-		}
-		rounds = min(rounds, v)
+	ttl, rounds = g.ttl, int64(g.maxRounds)
+	v, err := optInt(&g.p, root, "ttl", ttl, 1, most)
+	if err != nil {
+		return 0, 0, err
+	}
+	ttl = min(ttl, v)
+	if pTTL > 0 {
+		ttl = min(ttl, pTTL)
+	}
+	v, err = optInt(&g.p, root, "maxRounds", rounds, 1, most)
+	if err != nil {
+		return 0, 0, err
+	}
+	rounds = min(rounds, v)
+	if pRounds > 0 {
+		rounds = min(rounds, pRounds)
 	}
 	return ttl, rounds, nil
 }

@@ -9,7 +9,6 @@ import { WasmInstance } from './engine.js';
 import { revealKeys, toKeyring } from './keys.js';
 import { jsonString, jsonText } from './json.js';
 import { MemoryLedger, msOption, runOnce } from './ledger.js';
-import { denial } from './policy.js';
 
 const INSPECT = Symbol.for('nodejs.util.inspect.custom');
 const decoder = new TextDecoder();
@@ -373,7 +372,7 @@ class Guard {
    */
   async ask(request, inputs = [], options = {}) {
     if (!Array.isArray(inputs)) throw new GuardError(codes.REQUEST_MALFORMED, 'inputs must be an array of input requests');
-    const d = this.#policy ? await this.#consult('ask', request, inputs) : undefined;
+    const policy = this.#policy ? policyMember(await this.#consult('ask', request, inputs)) : '';
     let env = this.#envelope('ask', request);
     env += ',"inputRequests":' + inputRequests(inputs);
     if (options.progress !== undefined) {
@@ -381,7 +380,7 @@ class Guard {
       if (!(b instanceof Uint8Array)) throw new GuardError(codes.REQUEST_MALFORMED, 'progress must be bytes or a string');
       if (b.length > 0) env += `,"progress":"${b64encode(b)}"`;
     }
-    env += limits(options, d);
+    env += limits(options) + policy;
     const a = options.after;
     if (a !== undefined) {
       if (!a || a.status !== Status.COMPLETE) throw new GuardError(codes.REQUEST_MALFORMED, 'after needs a complete outcome');
@@ -401,18 +400,10 @@ class Guard {
    */
   async resume(request, options = {}) {
     if (!isRetry(request)) throw new GuardError(codes.REQUEST_MALFORMED, 'resume needs the requestState the client echoed');
-    let d;
-    if (this.#policy) {
-      // A refusal on resume leaves no further rounds (host/policy.go
-      // policyRounds): the answers in hand still count.
-      try {
-        d = await this.#consult('resume', request);
-      } catch {
-        d = { maxRounds: 1 };
-      }
-    }
+    // A refusal on resume fails the retry, as in Go: the core decides.
+    const policy = this.#policy ? policyMember(await this.#consult('resume', request)) : '';
     let env = this.#envelope('resume', request);
-    env += limits(options, d);
+    env += limits(options) + policy;
     env += '}';
     const r = await this.#call(env, options.signal);
     return new Outcome(r);
@@ -461,8 +452,20 @@ class Guard {
     return inst.stats();
   }
 
-  // #consult asks the policy and turns a refusal into the Go host's error
-  // (host/policy.go denied).
+  /**
+   * Reads a policy's decision document as the guard core reads it for
+   * every host (guest/ABI.md, policy.decision): deny wins, an allow needs
+   * both limits, anything malformed refuses. undefined or null: the
+   * policy gave no decision.
+   */
+  async policyDecision(document) {
+    let env = '{"v":1,"op":"policy.decision"';
+    if (document !== undefined) env += `,"document":${jsonText('document', document)}`;
+    return (await this.#call(env + '}')).decision;
+  }
+
+  // #consult asks the policy. Its decision goes to the core as it came
+  // (policyMember), which allows or refuses it (guest/ABI.md, "policy").
   async #consult(phase, request, inputs) {
     const q = {
       principal: request?.principal,
@@ -474,29 +477,13 @@ class Guard {
     if (phase === 'ask') q.inputs = inputs;
     // The input OPA sees, built by the core for every host alike.
     q.input = await this.#policyInput(phase, request, inputs);
-    let d;
     try {
-      d = await (phase === 'ask' ? this.#policy.ask(q) : this.#policy.resume(q));
+      return await (phase === 'ask' ? this.#policy.ask(q) : this.#policy.resume(q));
     } catch (e) {
       if (GuardError.is(e, codes.POLICY_DENIED)) throw e;
       // The evaluation error may quote the request: keep it out.
       throw new GuardError(codes.POLICY_DENIED, 'policy evaluation failed', { reason: 'policy_error' });
     }
-    if (d && d.allow && !(d.denials?.length > 0) && !d.code) return d;
-    let first = { code: 'policy.undecided', rule: '', message: 'the policy does not allow this request' };
-    let all = d?.denials ?? [];
-    if (d) {
-      if (d.code || d.message) first = { code: d.code ?? '', rule: d.rule ?? '', message: d.message || 'the policy does not allow this request' };
-      else if (all.length > 0) first = all[0];
-    }
-    if (all.length === 0) all = [first];
-    let message = `${first.message} (${first.code}`;
-    let reason = first.code;
-    if (first.rule) {
-      message += `, rule ${first.rule}`;
-      reason += ` (${first.rule})`;
-    }
-    throw new GuardError(codes.POLICY_DENIED, message + ')', { reason, data: { policy: denial(first), denials: all.map(denial) } });
   }
 
   /** Stops every instance; calls after close fail with mrtr.host.unavailable. */
@@ -536,21 +523,39 @@ function closedError() {
 // (maxRequest; the Go host's core.DefaultMaxRequest).
 const MAX_REQUEST = 1 << 20;
 
-// limits writes the caller's and the policy's TTL and round limit into an
-// ask or resume envelope. The core narrows the guard's own limits with
-// them and never widens them (guest/ABI.md); 0 or absent is no limit.
+// limits writes the caller's TTL and round limit into an ask or resume
+// envelope. The core narrows the guard's own limits with them (and the
+// policy's) and never widens them (guest/ABI.md); 0 or absent is no limit.
 /**
  * @param {{ttl?: number, maxRounds?: number}} options
- * @param {{ttl?: number, maxRounds?: number} | undefined} d
  */
-function limits(options, d) {
+function limits(options) {
   let s = '';
   /** @type {[string, number | undefined][]} */
-  const given = [['ttl', options.ttl], ['maxRounds', options.maxRounds], ['policyTtl', d?.ttl], ['policyMaxRounds', d?.maxRounds]];
+  const given = [['ttl', options.ttl], ['maxRounds', options.maxRounds]];
   for (const [name, v] of given) {
     if (v !== undefined && v !== 0) s += `,"${name}":${jsonInt(name, v)}`;
   }
   return s;
+}
+
+// policyMember writes a policy's decision as the envelope's "policy" (null
+// when it gave none, which refuses).
+/** @param {unknown} d */
+function policyMember(d) {
+  return `,"policy":${policyJSON(d)}`;
+}
+
+/** @param {unknown} d */
+function policyJSON(d) {
+  let s;
+  try {
+    s = JSON.stringify(d ?? null);
+  } catch {
+    s = undefined;
+  }
+  // Not JSON (a function, a BigInt, a cycle): a decision the core cannot read refuses.
+  return s === undefined ? 'null' : s;
 }
 
 /**

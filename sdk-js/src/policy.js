@@ -2,16 +2,16 @@
 // writes (the Go policy package's WriteBundle: /policy.wasm with the
 // entrypoints mrtr/ask/decision and mrtr/resume/decision, /data.json with
 // the data file at mrtr.config), evaluated with @open-policy-agent/opa-wasm.
-// The decision is read exactly as the Go host reads it (policy/policy.go
-// decisionFrom): anything not shaped as documented refuses. Portable: it
-// uses DecompressionStream and WebAssembly only.
+// The decision document goes to the guard as the policy wrote it, and the
+// guard core reads it (guest/ABI.md, "policy"), exactly as for the Go
+// host: nothing here judges it. Portable: it uses DecompressionStream and
+// WebAssembly only.
 
 import { GuardError, codes } from './errors.js';
 import { codegenRefused } from './platform.js';
 
 export const ASK_ENTRYPOINT = 'mrtr/ask/decision';
 export const RESUME_ENTRYPOINT = 'mrtr/resume/decision';
-export const CODE_UNDECIDED = 'policy.undecided';
 
 const encoder = new TextEncoder();
 
@@ -71,60 +71,6 @@ function untar(b) {
   return files;
 }
 
-function str(v) {
-  return typeof v === 'string' ? v : '';
-}
-
-// A positive integer up to 2^31, else 0 (policy/policy.go num).
-function num(v) {
-  return Number.isInteger(v) && v > 0 && v <= 2 ** 31 ? v : 0;
-}
-
-function undecided(message) {
-  return { allow: false, deny: [{ code: CODE_UNDECIDED, rule: '', key: '', field: '', message }], max_rounds: 0, ttl_seconds: 0, rules: [] };
-}
-
-/**
- * The decision document as the Go policy package reads it: deny always
- * wins, and an allow needs limits.
- */
-export function decisionFrom(v) {
-  if (v === null || typeof v !== 'object' || Array.isArray(v)) return undecided('the policy decision is not an object');
-  const d = { allow: false, deny: [], max_rounds: 0, ttl_seconds: 0, rules: [] };
-  if (Array.isArray(v.deny)) {
-    for (const x of v.deny) {
-      const m = x && typeof x === 'object' ? x : {};
-      d.deny.push({ code: str(m.code), rule: str(m.rule), key: str(m.key), field: str(m.field), message: str(m.message) });
-    }
-  } else if (v.deny !== undefined && v.deny !== null) {
-    return undecided("the policy's deny is not a list");
-  }
-  d.max_rounds = num(v.max_rounds);
-  d.ttl_seconds = num(v.ttl_seconds);
-  if (Array.isArray(v.rules)) d.rules = v.rules.map(str);
-  d.allow = v.allow === true && d.deny.length === 0 && d.max_rounds > 0 && d.ttl_seconds > 0;
-  if (!d.allow && d.deny.length === 0) {
-    d.deny = [{ code: CODE_UNDECIDED, rule: '', key: '', field: '', message: 'the policy did not allow this request and gave no reason' }];
-  }
-  return d;
-}
-
-// The host's view of a decision (policy/policy.go Decision.Host).
-function hostDecision(d) {
-  const h = { allow: d.allow, maxRounds: d.max_rounds, ttl: d.ttl_seconds, denials: d.deny.map(denial) };
-  if (d.deny.length > 0) Object.assign(h, { code: d.deny[0].code, rule: d.deny[0].rule, message: d.deny[0].message });
-  return h;
-}
-
-// A denial as host.PolicyDenial marshals it (key and field omitted when empty).
-export function denial(x) {
-  const o = { code: x.code ?? '', rule: x.rule ?? '' };
-  if (x.key) o.key = x.key;
-  if (x.field) o.field = x.field;
-  o.message = x.message ?? '';
-  return o;
-}
-
 // A policy is a pure function of its input (the Go loader allows no clock,
 // network or random builtins), so decisions are memoised per loaded data,
 // as the Go policy package does: the same form asked again costs a lookup.
@@ -167,17 +113,12 @@ export async function policyFromBundle(bundle, options = {}) {
   opa.setData(data);
 
   // raw returns the entrypoint's decision document as the policy wrote it
-  // (undefined when it gave none); evaluate reads it as the Go policy
-  // package does.
+  // (undefined when it gave none).
   function raw(entrypoint, input) {
     // A string is the input's JSON text (the core's bytes): OPA reads it as is.
     const rs = opa.evaluate(typeof input === 'string' ? encoder.encode(input).buffer : input, entrypoint);
     if (!Array.isArray(rs) || rs.length !== 1 || !rs[0] || !('result' in rs[0])) return undefined;
     return rs[0].result;
-  }
-  function evaluate(entrypoint, input) {
-    const r = raw(entrypoint, input);
-    return r === undefined ? undecided('the policy gave no decision') : decisionFrom(r);
   }
   let memo = new Map();
   function decide(entrypoint, q) {
@@ -190,7 +131,9 @@ export async function policyFromBundle(bundle, options = {}) {
     const k = entrypoint + '\n' + input;
     let d = memo.get(k);
     if (d === undefined) {
-      d = hostDecision(evaluate(entrypoint, input));
+      // The document as the policy wrote it (null: no decision), for the
+      // guard core to read.
+      d = { document: raw(entrypoint, input) ?? null };
       if (memo.size >= MEMO_MAX) memo.delete(memo.keys().next().value);
       memo.set(k, d);
     }
@@ -200,7 +143,6 @@ export async function policyFromBundle(bundle, options = {}) {
   return {
     entrypoints: Object.keys(opa.entrypoints),
     raw,
-    evaluate,
     /** Replaces the data file (the document at mrtr.config). */
     setData(config) {
       data = { ...data, mrtr: { ...(data.mrtr ?? {}), config } };

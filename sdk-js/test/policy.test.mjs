@@ -5,10 +5,10 @@
 // a guard with the policy refuses and narrows as the Go host does.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createGuard, form, url, generateKey, loadPolicy, decisionFrom, ASK_ENTRYPOINT, RESUME_ENTRYPOINT, GuardError, codes } from '../index.js';
+import { createGuard, form, url, generateKey, loadPolicy, ASK_ENTRYPOINT, RESUME_ENTRYPOINT, GuardError, codes } from '../index.js';
 import { baseRequest, buildPolicyBundle, contactSchema, repoDir, runGo } from './helpers.mjs';
 
 const dir = mkdtempSync(join(tmpdir(), 'mrtr-policy-'));
@@ -22,6 +22,7 @@ const demoData = join(repoDir, 'policies', 'data', 'demo.json');
 
 test('every shared policy case gives the expected decision through opa-wasm', async () => {
   const policy = await loadPolicy(bundlePath);
+  const g = await createGuard({ keys: generateKey(), audience: 'crm.example.com' });
   assert.deepEqual(policy.entrypoints.sort(), [ASK_ENTRYPOINT, RESUME_ENTRYPOINT].sort());
   assert.ok(cases.cases.length >= 20, 'cases missing');
   for (const c of cases.cases) {
@@ -29,18 +30,53 @@ test('every shared policy case gives the expected decision through opa-wasm', as
     const ep = c.entrypoint === 'ask' ? ASK_ENTRYPOINT : RESUME_ENTRYPOINT;
     const got = policy.raw(ep, c.input);
     assert.deepEqual(got, c.expect, `${c.name} (${c.data})`);
-    // Read as the host reads it, an allow is an allow only with limits.
-    assert.equal(decisionFrom(got).allow, c.expect.allow === true && (c.expect.deny ?? []).length === 0 && c.expect.max_rounds > 0 && c.expect.ttl_seconds > 0);
+    // Read as the core reads it for every host, an allow is an allow only with limits.
+    assert.equal((await g.policyDecision(got)).allow, c.expect.allow === true && (c.expect.deny ?? []).length === 0 && c.expect.max_rounds > 0 && c.expect.ttl_seconds > 0);
   }
+  await g.close();
   console.log(`${cases.cases.length} shared policy cases: the same decisions in Node (opa-wasm) as in Go`);
 });
 
-test('an undefined or malformed decision never allows', () => {
-  assert.equal(decisionFrom(undefined).allow, false);
-  assert.equal(decisionFrom({ allow: true }).allow, false, 'no limits');
-  assert.equal(decisionFrom({ allow: true, max_rounds: 2, ttl_seconds: 60, deny: 'x' }).deny[0].code, 'policy.undecided');
-  assert.equal(decisionFrom({ allow: true, max_rounds: 2, ttl_seconds: 60, deny: [{ code: 'policy.x' }] }).allow, false, 'deny wins');
-  assert.equal(decisionFrom({ allow: true, max_rounds: 2, ttl_seconds: 60 }).allow, true);
+test('an undefined or malformed decision never allows', async () => {
+  const g = await createGuard({ keys: generateKey(), audience: 'crm.example.com' });
+  assert.equal((await g.policyDecision(undefined)).allow, false);
+  assert.equal((await g.policyDecision(null)).deny[0].message, 'the policy gave no decision');
+  assert.equal((await g.policyDecision({ allow: true })).allow, false, 'no limits');
+  assert.equal((await g.policyDecision({ allow: true, max_rounds: 2, ttl_seconds: 60, deny: 'x' })).deny[0].code, 'policy.undecided');
+  assert.equal((await g.policyDecision({ allow: true, max_rounds: 2, ttl_seconds: 60, deny: [{ code: 'policy.x' }] })).allow, false, 'deny wins');
+  assert.equal((await g.policyDecision({ allow: true, max_rounds: 2, ttl_seconds: 60 })).allow, true);
+  await g.close();
+});
+
+// A custom policy's answers, refused or allowed by the core as Go's
+// host.PolicyDecision is, on ask and on resume.
+test('a custom policy: the core decides, on ask and on resume', async () => {
+  let answer;
+  const policy = { ask: () => answer, resume: () => answer };
+  const g = await createGuard({ keys: generateKey(), audience: 'crm.example.com', policy });
+  const req = baseRequest();
+  answer = { allow: true, maxRounds: 2, ttl: 60 };
+  const r = await g.ask(req, [form('contact', 'Who?', contactSchema)]);
+  const retry = { ...req, requestState: r.requestState, inputResponses: {} };
+  for (const [name, a, reason] of [
+    ['no decision', undefined, 'policy.undecided'],
+    ['allow false', { allow: false }, 'policy.undecided'],
+    ['allow with a denial', { allow: true, denials: [{ code: 'x.no', rule: '', message: 'no' }] }, 'x.no'],
+    ['allow with a code', { allow: true, code: 'x.c', rule: 'r' }, 'x.c (r)'],
+    ['allow that is truthy, not true', { allow: 1 }, 'policy.undecided'],
+    ['a function', () => true, 'policy.undecided'],
+  ]) {
+    answer = a;
+    for (const call of [() => g.ask(req, [form('contact', 'Who?', contactSchema)]), () => g.resume(retry)]) {
+      const e = await call().then(() => null, (x) => x);
+      assert.ok(GuardError.is(e, codes.POLICY_DENIED), `${name}: ${e}`);
+      assert.equal(e.reason, reason, name);
+    }
+  }
+  // Allowed again, the retry goes on (a re-ask: nothing was answered).
+  answer = { allow: true };
+  assert.equal((await g.resume(retry)).status, 'input_required');
+  await g.close();
 });
 
 test('a guard with the policy: the same refusals and limits as the Go host', async () => {
@@ -87,5 +123,29 @@ test('a guard with the policy: the same refusals and limits as the Go host', asy
   }
   assert.ok(goResults.some((r) => r.error?.code === codes.POLICY_DENIED), 'at least one case is a policy refusal');
   assert.ok(goResults.some((r) => !r.error), 'at least one case is allowed');
+
+  // A retry the policy refuses fails in both, before the state is opened
+  // (the JavaScript host once carried on with one round left). Here a tool
+  // nobody described has the guard's own round limit (3), above the
+  // data's bounds.
+  const guardRounds = dataOf('policies/data/demo.json');
+  guardRounds.limits.max_rounds.max = 2;
+  delete guardRounds.default.max_rounds;
+  guardRounds.tools.book_demo_call.max_rounds = 2;
+  const guardRoundsPath = join(dir, 'guard-rounds.json');
+  writeFileSync(guardRoundsPath, JSON.stringify(guardRounds));
+  policy.setData(guardRounds);
+  const retries = [
+    { ...unknownTool, requestState: 'v4.local.not-opened', inputResponses: {} },
+    { ...req, requestState: 'v4.local.not-opened', inputResponses: {} },
+  ];
+  const goRetries = runGo({ keys, audience, policy: guardRoundsPath, ops: retries.map((request) => ({ op: 'resume', request })) });
+  for (const [i, request] of retries.entries()) {
+    const mine = await g.resume(request).catch((e) => e);
+    assert.ok(mine instanceof GuardError && goRetries[i].error, `retry ${i}: ${mine} / ${JSON.stringify(goRetries[i])}`);
+    assert.deepEqual(mine.toJSON(), goRetries[i].error, `retry ${i}`);
+  }
+  assert.equal(goRetries[0].error.code, codes.POLICY_DENIED, 'the unknown tool is refused on resume');
+  assert.equal(goRetries[1].error.code, codes.STATE_INVALID, 'the known tool gets as far as the state');
   await g.close();
 });
