@@ -110,19 +110,15 @@ func (q *PolicyQuery) BuildInput(ctx context.Context, ask, withPrincipal bool) (
 // op policy.decision): deny always wins, an allow needs both limits, and
 // anything not shaped as documented refuses. It returns the document as
 // read, in the same shape. The shipped policy package uses it, so no host
-// judges a decision by its own rule.
+// judges a decision by its own rule. q may be nil: the core compiled in
+// reads it.
 func (q *PolicyQuery) ReadDecision(ctx context.Context, document json.RawMessage) (json.RawMessage, error) {
-	env := []byte(`{"v":1,"op":"policy.decision"`)
-	if document != nil {
-		if !json.Valid(document) {
-			return nil, &Error{Code: CodePolicyDenied, Message: "the policy's decision is not JSON", Reason: "policy_error"}
-		}
-		env = append(env, `,"document":`...)
-		env = append(env, document...)
+	env, err := appendRaw([]byte(`{"v":1,"op":"policy.decision"`), "document", document)
+	if err != nil {
+		return nil, err
 	}
 	env = append(env, '}')
 	var r response
-	var err error
 	if q != nil && q.guard != nil {
 		err = q.guard.call(ctx, env, &r)
 	} else {

@@ -174,12 +174,12 @@ func readHostDecision(p *parser, n int32) (h hostDecision, ok bool) {
 	if p.kindOf(n) != jObject {
 		return h, false
 	}
-	switch p.kindOf(p.get(n, "allow")) {
-	case jTrue:
-		h.allow = true
-	case jFalse, jNull:
-	default:
-		if p.get(n, "allow") >= 0 {
+	if a := p.get(n, "allow"); a >= 0 {
+		switch p.kindOf(a) {
+		case jTrue:
+			h.allow = true
+		case jFalse, jNull:
+		default:
 			return h, false
 		}
 	}

@@ -539,23 +539,18 @@ function limits(options) {
   return s;
 }
 
-// policyMember writes a policy's decision as the envelope's "policy" (null
-// when it gave none, which refuses).
+// policyMember writes a policy's decision as the envelope's "policy". An
+// answer that is not JSON (undefined, a function, a BigInt, a cycle) is
+// null, which the core refuses.
 /** @param {unknown} d */
 function policyMember(d) {
-  return `,"policy":${policyJSON(d)}`;
-}
-
-/** @param {unknown} d */
-function policyJSON(d) {
   let s;
   try {
     s = JSON.stringify(d ?? null);
   } catch {
     s = undefined;
   }
-  // Not JSON (a function, a BigInt, a cycle): a decision the core cannot read refuses.
-  return s === undefined ? 'null' : s;
+  return `,"policy":${s ?? 'null'}`;
 }
 
 /**
