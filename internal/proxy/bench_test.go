@@ -50,9 +50,15 @@ func BenchmarkProxy(b *testing.B) {
 			return err
 		}
 	}
+	// Each leg of a round on its own (ask, resume), to tell the hop's
+	// share from the guard's.
+	var legA, legR []time.Duration
 	round := func(base string) func() error {
 		return func() error {
+			t0 := time.Now()
 			r, err := benchCall(env.client, base, "test_input_required_result_request_state", "")
+			legA = append(legA, time.Since(t0))
+			defer func(t1 time.Time) { legR = append(legR, time.Since(t1)) }(time.Now())
 			if err != nil {
 				return err
 			}
@@ -85,6 +91,16 @@ func BenchmarkProxy(b *testing.B) {
 	}
 	for _, t := range targets {
 		b.Run("input_round/"+t.name, func(b *testing.B) {
+			legA, legR = nil, nil
+			defer func() {
+				for _, l := range []struct {
+					name string
+					d    []time.Duration
+				}{{"ask", legA}, {"resume", legR}} {
+					slices.Sort(l.d)
+					b.ReportMetric(float64(l.d[len(l.d)/2].Microseconds()), l.name+"-p50-µs")
+				}
+			}()
 			if t.pid == 0 {
 				latency(b, round(t.base))
 				return

@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -253,10 +254,20 @@ func (u *HTTP) readBody(ctx context.Context, r io.Reader) ([]byte, error) {
 	return b, nil
 }
 
+// streamReaders are readStream's buffers. A fresh 32 KiB one per call
+// was over half of what a proxied call allocated (and zeroed).
+var streamReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 32<<10) }}
+
 // readStream relays each event of a text/event-stream as it arrives and
 // returns the first JSON-RPC response.
 func (u *HTTP) readStream(ctx context.Context, body io.Reader, onMessage func(raw []byte) error) ([]byte, error) {
-	lines := &sseLines{br: bufio.NewReaderSize(body, 32<<10), max: u.maxBody}
+	br := streamReaders.Get().(*bufio.Reader)
+	br.Reset(body)
+	defer func() {
+		br.Reset(nil) // what it holds is copied out or dropped (drain reads the rest from body)
+		streamReaders.Put(br)
+	}()
+	lines := &sseLines{br: br, max: u.maxBody}
 	var data []byte
 	inData := false
 	for {
