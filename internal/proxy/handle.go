@@ -16,6 +16,7 @@ import (
 	"github.com/mrtr-wasm/mrtr-wasm/internal/identity"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/mcphttp"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/rawjson"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/server"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/telemetry"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/upstream"
 )
@@ -187,8 +188,9 @@ func (p *Proxy) ask(ctx context.Context, m *mcphttp.Message, body []byte, princi
 // that refuses it.
 func (p *Proxy) sealRound(ctx context.Context, m *mcphttp.Message, body []byte, principal string, resp []byte, after *host.UpstreamOutcome) (*host.UpstreamRound, []byte) {
 	t := time.Now()
-	sctx, span := p.cfg.Telemetry.StartStep(ctx, "guard ask")
+	sctx, span := server.StartGuardStep(ctx, p.cfg.Telemetry, "guard ask")
 	round, err := p.cfg.Guard.UpstreamAsk(sctx, p.upstreamCall(ctx, m, body, principal), resp, after)
+	server.RecordPolicyVerdict(sctx, span, err)
 	endStep(span, err)
 	p.metrics.GuardTime.WithLabelValues("ask").Observe(time.Since(t).Seconds())
 	if err != nil {
@@ -257,11 +259,12 @@ func (p *Proxy) refusedAsk(m *mcphttp.Message, err error) []byte {
 // or the round is forwarded once with the upstream's state put back.
 func (p *Proxy) resume(ctx context.Context, m *mcphttp.Message, body []byte, h http.Header, principal string, s Sink) {
 	t := time.Now()
-	sctx, span := p.cfg.Telemetry.StartStep(ctx, "guard resume")
+	sctx, span := server.StartGuardStep(ctx, p.cfg.Telemetry, "guard resume")
 	out, err := p.cfg.Guard.UpstreamResume(sctx, p.upstreamCall(ctx, m, body, principal))
 	if out != nil {
 		span.SetString("mrtr.outcome", string(out.Status))
 	}
+	server.RecordPolicyVerdict(sctx, span, err)
 	endStep(span, err)
 	p.metrics.GuardTime.WithLabelValues("resume").Observe(time.Since(t).Seconds())
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"reflect"
 	"strings"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -28,17 +29,19 @@ type tracedGuard struct {
 }
 
 func (t *tracedGuard) Ask(ctx context.Context, req *host.Request, in []host.InputRequest, opts ...host.AskOption) (*host.InputRequiredResult, error) {
-	ctx, s := t.tel.StartStep(ctx, "guard ask")
+	ctx, s := StartGuardStep(ctx, t.tel, "guard ask")
 	s.SetString("mrtr.target", req.Target)
 	r, err := t.g.Ask(ctx, req, in, opts...)
+	RecordPolicyVerdict(ctx, s, err)
 	endStep(s, err)
 	return r, err
 }
 
 func (t *tracedGuard) Resume(ctx context.Context, req *host.Request) (*host.Outcome, error) {
-	ctx, s := t.tel.StartStep(ctx, "guard resume")
+	ctx, s := StartGuardStep(ctx, t.tel, "guard resume")
 	s.SetString("mrtr.target", req.Target)
 	o, err := t.g.Resume(ctx, req)
+	RecordPolicyVerdict(ctx, s, err)
 	if o != nil {
 		s.SetString("mrtr.outcome", string(o.Status))
 		s.SetInt("mrtr.round", o.Round)
@@ -74,7 +77,9 @@ func endStep(s telemetry.Span, err error) {
 }
 
 // TracePolicy wraps a guard policy with a span per evaluation ("policy
-// ask", "policy resume"); with tracing off it returns p itself.
+// ask", "policy resume"); with tracing off it returns p itself. The span
+// does not judge the policy's answer: the core reads it (the guard step
+// around it records the verdict, RecordPolicyVerdict).
 func TracePolicy(p host.Policy, tel *telemetry.Telemetry) host.Policy {
 	if !tel.Enabled() || p == nil {
 		return p
@@ -88,34 +93,63 @@ type tracedPolicy struct {
 }
 
 func (tp *tracedPolicy) Ask(ctx context.Context, q *host.PolicyQuery) (*host.PolicyDecision, error) {
+	consulted(ctx)
 	ctx, s := tp.tel.StartStep(ctx, "policy ask")
 	d, err := tp.p.Ask(ctx, q)
-	endDecision(s, d, err)
+	endStep(s, err)
 	return d, err
 }
 
 func (tp *tracedPolicy) Resume(ctx context.Context, q *host.PolicyQuery) (*host.PolicyDecision, error) {
+	consulted(ctx)
 	ctx, s := tp.tel.StartStep(ctx, "policy resume")
 	d, err := tp.p.Resume(ctx, q)
-	endDecision(s, d, err)
+	endStep(s, err)
 	return d, err
 }
 
-// endDecision records allow or deny and the denial's stable code.
-func endDecision(s telemetry.Span, d *host.PolicyDecision, err error) {
-	if d != nil {
-		if d.Allow && len(d.Denials) == 0 {
-			s.SetString("mrtr.policy.decision", "allow")
-		} else {
-			s.SetString("mrtr.policy.decision", "deny")
-			code := d.Code
-			if code == "" && len(d.Denials) > 0 {
-				code = d.Denials[0].Code
-			}
+type consultedKey struct{}
+
+// StartGuardStep starts the span of a guard step ("guard ask", "guard
+// resume") that may consult a traced policy; end it with
+// RecordPolicyVerdict, then End.
+func StartGuardStep(ctx context.Context, tel *telemetry.Telemetry, name string) (context.Context, telemetry.Span) {
+	ctx, s := tel.StartStep(ctx, name)
+	if !tel.Enabled() {
+		return ctx, s
+	}
+	return context.WithValue(ctx, consultedKey{}, new(atomic.Bool)), s
+}
+
+// consulted notes on the guard step's context that a policy was asked.
+func consulted(ctx context.Context) {
+	if c, _ := ctx.Value(consultedKey{}).(*atomic.Bool); c != nil {
+		c.Store(true)
+	}
+}
+
+// RecordPolicyVerdict sets mrtr.policy.decision on a guard step's span
+// from the core's own reading of the policy's answer: "deny" (with
+// mrtr.policy.denial, the first denial's code) when the core refused the
+// step with mrtr.policy.denied, "allow" when a policy was consulted and
+// the core did not refuse on it. Judging the answer here as well was a
+// second copy of the core's rule, and it had drifted: an answer with
+// allow and a code was traced "allow" while the core refused it.
+func RecordPolicyVerdict(ctx context.Context, s telemetry.Span, err error) {
+	if e, ok := host.AsError(err); ok && e.Code == host.CodePolicyDenied {
+		s.SetString("mrtr.policy.decision", "deny")
+		code := e.Reason
+		if first, _, ok := e.PolicyDenials(); ok {
+			code = first.Code
+		}
+		if code != "" {
 			s.SetString("mrtr.policy.denial", code)
 		}
+		return
 	}
-	endStep(s, err)
+	if c, _ := ctx.Value(consultedKey{}).(*atomic.Bool); c != nil && c.Load() {
+		s.SetString("mrtr.policy.decision", "allow")
+	}
 }
 
 // ServerSpans is the SDK middleware that starts a server span per MCP
