@@ -502,14 +502,12 @@ func (r *response) err() error {
 
 // --- envelopes --------------------------------------------------------------
 
-func (g *Guard) envelope(op string, req *Request) ([]byte, error) {
+// envelopeHead starts a call's envelope (guest/ABI.md): the op, the
+// host's clock, fresh randomness and the principal.
+func (g *Guard) envelopeHead(size int, op, principal string) ([]byte, error) {
 	var rnd [48]byte
 	if _, err := io.ReadFull(g.cfg.rand, rnd[:]); err != nil {
 		return nil, &Error{Code: CodeUnavailable, Message: "no randomness"}
-	}
-	size := 512 + len(req.Arguments) + len(req.Capabilities)
-	if op == "resume" { // an ask of a retry leaves the answers out: no room for them
-		size += len(req.InputResponses) + len(req.RequestState)
 	}
 	env := make([]byte, 0, size)
 	env = append(env, `{"v":1,"op":"`...)
@@ -519,12 +517,22 @@ func (g *Guard) envelope(op string, req *Request) ([]byte, error) {
 	env = append(env, `,"rand":"`...)
 	env = base64.RawURLEncoding.AppendEncode(env, rnd[:])
 	env = append(env, `","principal":`...)
-	env = core.AppendJSONString(env, req.Principal)
+	return core.AppendJSONString(env, principal), nil
+}
+
+func (g *Guard) envelope(op string, req *Request) ([]byte, error) {
+	size := 512 + len(req.Arguments) + len(req.Capabilities)
+	if op == "resume" { // an ask of a retry leaves the answers out: no room for them
+		size += len(req.InputResponses) + len(req.RequestState)
+	}
+	env, err := g.envelopeHead(size, op, req.Principal)
+	if err != nil {
+		return nil, err
+	}
 	env = append(env, `,"method":`...)
 	env = core.AppendJSONString(env, req.Method)
 	env = append(env, `,"target":`...)
 	env = core.AppendJSONString(env, req.Target)
-	var err error
 	// Raw JSON from the client is checked to be exactly one value before
 	// it is spliced in, so it cannot add members to the envelope.
 	if env, err = appendRaw(env, "arguments", req.Arguments); err != nil {

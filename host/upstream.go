@@ -5,11 +5,9 @@ import (
 	"cmp"
 	"context"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"io"
 	"slices"
 	"strconv"
 	"strings"
@@ -182,19 +180,10 @@ func (r *upstreamResponse) err() error {
 }
 
 func (g *Guard) upstreamEnvelope(op string, c *UpstreamCall) ([]byte, error) {
-	var rnd [48]byte
-	if _, err := io.ReadFull(g.cfg.rand, rnd[:]); err != nil {
-		return nil, &Error{Code: CodeUnavailable, Message: "no randomness"}
+	env, err := g.envelopeHead(256+len(c.Request)+len(c.Upstream), op, c.Principal)
+	if err != nil {
+		return nil, err
 	}
-	env := make([]byte, 0, 256+len(c.Request)+len(c.Upstream))
-	env = append(env, `{"v":1,"op":"`...)
-	env = append(env, op...)
-	env = append(env, `","now":`...)
-	env = strconv.AppendInt(env, g.cfg.now().UnixMilli(), 10)
-	env = append(env, `,"rand":"`...)
-	env = base64.RawURLEncoding.AppendEncode(env, rnd[:])
-	env = append(env, `","principal":`...)
-	env = core.AppendJSONString(env, c.Principal)
 	env = append(env, `,"upstream":`...)
 	env = core.AppendJSONString(env, c.Upstream)
 	return appendRaw(env, "request", c.Request)
