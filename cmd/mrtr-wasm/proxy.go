@@ -290,28 +290,11 @@ func runProxyServer(ctx context.Context, o *proxyOptions, stdin io.Reader, stdou
 		}
 		hs, httpDone = serveHTTP(ln, h, requestReadTimeout, log, publicURL, ready)
 	}
-	var runErr error
+	var stdio func() error
 	if o.stdio {
-		// A read of stdin does not end with ctx: on SIGTERM with the
-		// client's pipe still open, stop waiting for it.
-		stdioDone := make(chan error, 1)
-		go func() { stdioDone <- px.ServeStdio(ctx, stdin, stdout) }()
-		select {
-		case runErr = <-stdioDone:
-		case <-ctx.Done():
-		}
-	} else {
-		select {
-		case <-ctx.Done():
-		case runErr = <-httpDone:
-		}
+		stdio = func() error { return px.ServeStdio(ctx, stdin, stdout) }
 	}
-	stopHTTP(hs, o.shutdown, log)
-	if errors.Is(runErr, http.ErrServerClosed) {
-		runErr = nil
-	}
-	log.Info("stopped")
-	return runErr
+	return awaitStop(ctx, stdio, httpDone, hs, o.shutdown, log)
 }
 
 // minTTL maps --tools-min-ttl 0 ("none") to the Config's "none".

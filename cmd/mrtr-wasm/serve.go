@@ -330,12 +330,22 @@ func runServer(ctx context.Context, o *serveOptions, stdin io.Reader, stdout, st
 		log.Warn("no HTTP listener: /connect pages are unavailable", "error", lerr.Error())
 	}
 
-	var runErr error
+	var stdio func() error
 	if o.stdio {
+		stdio = func() error { return srv.RunStdio(ctx, stdin, nopWriteCloser{stdout}) }
+	}
+	return awaitStop(ctx, stdio, httpDone, hs, o.shutdown, log)
+}
+
+// awaitStop serves until ctx ends, the stdio session ends (when stdio is
+// set) or the HTTP server fails; then it stops the HTTP server.
+func awaitStop(ctx context.Context, stdio func() error, httpDone <-chan error, hs *http.Server, shutdown time.Duration, log *slog.Logger) error {
+	var runErr error
+	if stdio != nil {
 		// A read of stdin does not end with ctx: on SIGTERM with the
-		// client's pipe still open, stop waiting for it (as proxy does).
+		// client's pipe still open, stop waiting for it.
 		stdioDone := make(chan error, 1)
-		go func() { stdioDone <- srv.RunStdio(ctx, stdin, nopWriteCloser{stdout}) }()
+		go func() { stdioDone <- stdio() }()
 		select {
 		case runErr = <-stdioDone:
 		case <-ctx.Done():
@@ -349,7 +359,7 @@ func runServer(ctx context.Context, o *serveOptions, stdin io.Reader, stdout, st
 		case runErr = <-httpDone:
 		}
 	}
-	stopHTTP(hs, o.shutdown, log)
+	stopHTTP(hs, shutdown, log)
 	if errors.Is(runErr, http.ErrServerClosed) {
 		runErr = nil
 	}
