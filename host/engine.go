@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"sync"
 	"time"
 
@@ -161,17 +162,12 @@ func (e *wasmEngine) newInstance(ctx context.Context) (instance, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mrtr: starting guard.wasm: %w", err)
 	}
-	limit := e.memoryLimit
-	if limit == 0 {
-		limit = 32
-	}
 	in := &wasmInstance{
-		maxBytes: (2*limit + 16) << 20,
-		m:        m,
-		alloc:    m.ExportedFunction("guard_alloc"),
-		call_:    m.ExportedFunction("guard_call"),
-		stat:     m.ExportedFunction("guard_stats"),
-		mem:      m.Memory(),
+		m:     m,
+		alloc: m.ExportedFunction("guard_alloc"),
+		call_: m.ExportedFunction("guard_call"),
+		stat:  m.ExportedFunction("guard_stats"),
+		mem:   m.Memory(),
 	}
 	stack := in.stack[:]
 	if err := m.ExportedFunction("guard_abi_version").CallWithStack(ctx, stack); err != nil {
@@ -182,13 +178,14 @@ func (e *wasmEngine) newInstance(ctx context.Context) (instance, error) {
 		in.close(ctx)
 		return nil, fmt.Errorf("mrtr: guard.wasm speaks ABI %d, this host %d", uint32(stack[0]), core.ABIVersion)
 	}
-	if e.memoryLimit > 0 {
-		stack[0] = api.EncodeU32(e.memoryLimit)
-		if err := m.ExportedFunction("guard_set_memory_limit").CallWithStack(ctx, stack); err != nil {
-			in.close(ctx)
-			return nil, err
-		}
+	// Set the heap limit (0 keeps the module's default) and read it back:
+	// the guest's default is not repeated here.
+	stack[0] = api.EncodeU32(e.memoryLimit)
+	if err := m.ExportedFunction("guard_set_memory_limit").CallWithStack(ctx, stack); err != nil {
+		in.close(ctx)
+		return nil, err
 	}
+	in.maxBytes = uint32(min((2*uint64(api.DecodeU32(stack[0]))+16)<<20, math.MaxUint32))
 	return in, nil
 }
 

@@ -81,7 +81,7 @@ func WithEngine(e Engine) Option { return func(c *config) { c.engine = e } }
 // that runs over is stopped and its instance replaced.
 func WithCallTimeout(d time.Duration) Option { return func(c *config) { c.callTimeout = d } }
 
-// WithMemoryLimitMiB sets the guest heap limit in MiB (default 32). The guest
+// WithMemoryLimitMiB sets the guest heap limit in MiB (default 16). The guest
 // collects garbage only near this limit, so it is also roughly each
 // instance's linear memory.
 func WithMemoryLimitMiB(mib int) Option { return func(c *config) { c.memoryLimitMiB = uint32(mib) } }

@@ -317,7 +317,7 @@ func TestPoolClose(t *testing.T) {
 // TestWasmTrapReplacesInstance makes guard.wasm really trap: with 16 MiB
 // of linear memory at most, a 1 MiB request of half a million values
 // needs more memory than the instance may grow to (the guest collects
-// garbage only near its 32 MiB heap limit; a 1 MiB request of tiny
+// garbage only near its 16 MiB heap limit; a 1 MiB request of tiny
 // values takes well over 100 MiB with the defaults).
 func TestWasmTrapReplacesInstance(t *testing.T) {
 	ctx := context.Background()
@@ -355,6 +355,45 @@ func TestWasmTrapReplacesInstance(t *testing.T) {
 	}
 	if _, _, started, _ := ce.snapshot(); started != startedBefore+1 {
 		t.Errorf("%d instances started after the trap, want 1", started-startedBefore)
+	}
+	poolBalanced(t, g, ce)
+}
+
+// TestWasmGrownInstanceReplaced: an instance whose linear memory a large
+// request grew past twice the guest's own heap limit (read from the
+// module, not repeated by the host) is replaced after the call, which
+// succeeds; everyday calls keep their instance.
+func TestWasmGrownInstanceReplaced(t *testing.T) {
+	ctx := context.Background()
+	g := newGuard(t, EngineWasm, WithPoolSize(1))
+	ce := instrument(g)
+	for range 20 {
+		if err := oneCall(ctx, g, "alice"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, started, closed := ce.snapshot(); started != 1 || closed != 0 {
+		t.Fatalf("everyday calls: %d instances started, %d closed; want the one instance kept", started, closed)
+	}
+	s := <-g.idle
+	limit := s.inst.(*countedInstance).instance.(*wasmInstance).maxBytes
+	g.idle <- s
+	if limit != (2*16+16)<<20 {
+		t.Errorf("an instance is replaced past %d MiB; want 48 (twice the guest's default 16 MiB heap limit, and 16)", limit>>20)
+	}
+	req := bookReq("alice")
+	req.Arguments = bigArgs(400_000)
+	if _, err := g.Ask(ctx, req, []InputRequest{contactInput()}); err != nil {
+		t.Fatalf("a large request: %v", err)
+	}
+	if _, _, _, closed := ce.snapshot(); closed != 1 {
+		t.Errorf("after a request that grew the instance: %d instances closed, want 1", closed)
+	}
+	if err := oneCall(ctx, g, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, started, _ := ce.snapshot(); started != 2 {
+		t.Errorf("%d instances started in all, want 2", started)
 	}
 	poolBalanced(t, g, ce)
 }

@@ -410,7 +410,7 @@ export interface GuardOptions {
   ledgerTimeoutMs?: number;
   /** Bound on one call into the core, in ms (default 5000): a call past it stops at a checkpoint. */
   callTimeout?: number;
-  /** Guest heap limit in MiB, a whole number (default 32; 0 keeps the default); the Go host's WithMemoryLimitMiB. */
+  /** Guest heap limit in MiB, a whole number (default 16; 0 keeps the default); the Go host's WithMemoryLimitMiB. */
   memoryLimitMiB?: number;
   /** @deprecated Use memoryLimitMiB (the same value, in MiB); giving both is an error. */
   memoryLimit?: number;
