@@ -489,11 +489,12 @@ func BenchmarkGuestEntryAfterIdle(b *testing.B) {
 }
 
 // BenchmarkGuestHeapLimit is upstream.resume hot and after an idle
-// millisecond with the guest heap limited to 4, 32 (the default) and 512
-// MiB: what the limit does to a call that follows an idle wait.
+// millisecond with the guest heap limited to 4, 8, 16 (the default), 32
+// and 512 MiB: what the limit does to a call that follows an idle wait.
+// Run it for 10,000 calls or more, so that the small limits collect.
 func BenchmarkGuestHeapLimit(b *testing.B) {
 	ctx := context.Background()
-	for _, mib := range []int{4, 32, 512} {
+	for _, mib := range []int{4, 8, 16, 32, 512} {
 		for _, gap := range []time.Duration{0, time.Millisecond} {
 			b.Run(fmt.Sprintf("mib_%d/idle_%s", mib, gap), func(b *testing.B) {
 				g := benchGuard(b, EngineWasm, WithMemoryLimitMiB(mib))
