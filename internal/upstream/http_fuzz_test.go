@@ -128,14 +128,21 @@ func TestReadStreamBufferReused(t *testing.T) {
 		}
 	}
 	read()
+	// TotalAlloc counts the whole process (goroutines that earlier tests
+	// left running too): the least of a few batches, against a bound well
+	// under one 32 KiB buffer.
 	const n = 200
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	for i := 0; i < n; i++ {
-		read()
+	per := uint64(1 << 62)
+	for range 5 {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for i := 0; i < n; i++ {
+			read()
+		}
+		runtime.ReadMemStats(&after)
+		per = min(per, (after.TotalAlloc-before.TotalAlloc)/n)
 	}
-	runtime.ReadMemStats(&after)
-	if per := (after.TotalAlloc - before.TotalAlloc) / n; per > 8<<10 {
+	if per > 16<<10 {
 		t.Fatalf("%d bytes allocated per streamed answer: the reader's buffer is not reused", per)
 	}
 }
