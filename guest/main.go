@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"strconv"
 	"time"
 	"unsafe"
@@ -20,8 +21,8 @@ import (
 // The guest's heap is short-lived garbage around a small live set (keys,
 // compiled forms; under 3 MiB). Collecting only at a memory limit, not at
 // every doubling, saves 10-25 µs per call in wasm (see RATIONALE.md).
-// 16 MiB collects about every 3,600 calls and keeps each instance's linear
-// memory near 20 MiB; 32 MiB was as fast and held twice the memory.
+// 16 MiB is the ceiling: a host that collects between calls (below) keeps
+// the heap near half of it, one that does not, near all of it.
 const defaultMemoryLimit = 16 << 20
 
 var (
@@ -89,6 +90,58 @@ func setMemoryLimit(mib uint32) uint32 {
 	return uint32(debug.SetMemoryLimit(-1) >> 20)
 }
 
+// A collection started by the runtime inside a call spreads its marking
+// over the calls that follow (hundreds of them, in a module that runs only
+// when called), each slower while it lasts: about a fifth of all calls,
+// and 10x the CPU of one collection run straight through (RATIONALE.md).
+// A host that has time between calls asks guard_collect_due after a call
+// and, when it says so, runs guard_collect off the request path. A host
+// that never asks keeps the runtime's own collection at the limit.
+var (
+	// heapSample: objects (live and not yet swept), the live heap after
+	// the last collection, and the runtime's goal.
+	heapSample = []metrics.Sample{
+		{Name: "/memory/classes/heap/objects:bytes"},
+		{Name: "/gc/heap/live:bytes"},
+		{Name: "/gc/heap/goal:bytes"},
+	}
+	dueChecks   uint32
+	collections uint64
+)
+
+// dueEvery spaces the heap readings (about 2 µs each in wasm): a call
+// allocates tens of KiB, so eight calls move the heap little.
+const dueEvery = 8
+
+// guard_collect_due returns 1 when the heap has used half its headroom
+// since the last collection: a collection run now, while the instance is
+// idle, comes before the runtime's own near the limit.
+//
+//go:wasmexport guard_collect_due
+func collectDue() uint32 {
+	dueChecks++
+	if dueChecks%dueEvery != 0 {
+		return 0
+	}
+	metrics.Read(heapSample)
+	objects, live, goal := heapSample[0].Value.Uint64(), heapSample[1].Value.Uint64(), heapSample[2].Value.Uint64()
+	if goal > live && objects-min(objects, live) >= (goal-live)/2 {
+		return 1
+	}
+	return 0
+}
+
+// guard_collect runs a whole collection now (a few ms) and returns how
+// many it has run.
+//
+//go:wasmexport guard_collect
+func collect() uint32 {
+	runtime.GC()
+	collections++
+	dueChecks = 0
+	return uint32(collections)
+}
+
 var stats []byte
 
 // guard_stats reports the module's runtime view as JSON (ptr<<32 | len):
@@ -112,6 +165,8 @@ func guardStats() uint64 {
 	stats = strconv.AppendUint(stats, ms.HeapSys, 10)
 	stats = append(stats, `,"numGC":`...)
 	stats = strconv.AppendUint(stats, uint64(ms.NumGC), 10)
+	stats = append(stats, `,"collections":`...)
+	stats = strconv.AppendUint(stats, collections, 10)
 	stats = append(stats, `,"memoryLimit":`...)
 	stats = strconv.AppendInt(stats, debug.SetMemoryLimit(-1), 10)
 	stats = append(stats, '}')

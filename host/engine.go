@@ -46,6 +46,10 @@ type instance interface {
 	stats(ctx context.Context) ([]byte, error)
 	// bloated reports an instance whose memory grew far past its limit.
 	bloated() bool
+	// collectDue reports that the instance would like collect run before
+	// its next call (guest/ABI.md, guard_collect_due).
+	collectDue(ctx context.Context) bool
+	collect(ctx context.Context) error
 	close(ctx context.Context)
 }
 
@@ -77,6 +81,8 @@ func (n *nativeInstance) call(ctx context.Context, in []byte, timeout time.Durat
 }
 func (n *nativeInstance) stats(context.Context) ([]byte, error) { return []byte(`{}`), nil }
 func (n *nativeInstance) bloated() bool                         { return false }
+func (n *nativeInstance) collectDue(context.Context) bool       { return false }
+func (n *nativeInstance) collect(context.Context) error         { return nil }
 func (n *nativeInstance) close(context.Context)                 {}
 
 // --- wasm -------------------------------------------------------------------
@@ -167,7 +173,12 @@ func (e *wasmEngine) newInstance(ctx context.Context) (instance, error) {
 		alloc: m.ExportedFunction("guard_alloc"),
 		call_: m.ExportedFunction("guard_call"),
 		stat:  m.ExportedFunction("guard_stats"),
+		due:   m.ExportedFunction("guard_collect_due"),
+		gc:    m.ExportedFunction("guard_collect"),
 		mem:   m.Memory(),
+	}
+	if (in.due == nil) != (in.gc == nil) {
+		in.due, in.gc = nil, nil
 	}
 	stack := in.stack[:]
 	if err := m.ExportedFunction("guard_abi_version").CallWithStack(ctx, stack); err != nil {
@@ -202,10 +213,13 @@ type wasmInstance struct {
 	alloc api.Function
 	call_ api.Function
 	stat  api.Function
-	mem   api.Memory
-	stack [2]uint64
-	once  sync.Once
-	cc    guestCall
+	// due and gc are guard_collect_due and guard_collect; nil in a module
+	// built before them, which then collects only at its limit.
+	due, gc api.Function
+	mem     api.Memory
+	stack   [2]uint64
+	once    sync.Once
+	cc      guestCall
 	// maxBytes is the linear memory past which the instance is replaced.
 	maxBytes uint32
 }
@@ -271,6 +285,21 @@ func (w *wasmInstance) read(ptrLen uint64) ([]byte, error) {
 		return nil, errors.New("mrtr: guest response out of range")
 	}
 	return out, nil
+}
+
+func (w *wasmInstance) collectDue(ctx context.Context) bool {
+	if w.due == nil {
+		return false
+	}
+	stack := w.stack[:]
+	return w.due.CallWithStack(ctx, stack) == nil && api.DecodeU32(stack[0]) == 1
+}
+
+func (w *wasmInstance) collect(ctx context.Context) error {
+	if w.gc == nil {
+		return nil
+	}
+	return w.gc.CallWithStack(ctx, w.stack[:])
 }
 
 func (w *wasmInstance) stats(ctx context.Context) ([]byte, error) {

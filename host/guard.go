@@ -81,9 +81,10 @@ func WithEngine(e Engine) Option { return func(c *config) { c.engine = e } }
 // that runs over is stopped and its instance replaced.
 func WithCallTimeout(d time.Duration) Option { return func(c *config) { c.callTimeout = d } }
 
-// WithMemoryLimitMiB sets the guest heap limit in MiB (default 16). The guest
-// collects garbage only near this limit, so it is also roughly each
-// instance's linear memory.
+// WithMemoryLimitMiB sets the guest heap limit in MiB (default 16), roughly
+// each instance's linear memory. The guest's garbage is collected between
+// calls, when it asks, before its heap nears this limit; the instance is
+// out of the pool for those few milliseconds.
 func WithMemoryLimitMiB(mib int) Option { return func(c *config) { c.memoryLimitMiB = uint32(mib) } }
 
 // WithMaxMemoryMiB hard-caps each instance's linear memory in MiB (default
@@ -124,6 +125,9 @@ type Guard struct {
 	gen     atomic.Uint64
 	closed  atomic.Bool
 	closeMu sync.RWMutex
+	// collecting counts instances out of the pool for a collection
+	// between calls (collectIdle).
+	collecting sync.WaitGroup
 }
 
 type slot struct {
@@ -376,6 +380,21 @@ func (g *Guard) acquire(ctx context.Context) (*slot, error) {
 
 func (g *Guard) release(s *slot) { g.idle <- s }
 
+// collectIdle runs the guest's garbage collection after the call that
+// asked for it has returned, so that no caller waits for it, and then
+// returns the instance to the pool. Left to itself, the guest collects
+// inside calls and spreads the work over hundreds of them (RATIONALE.md).
+func (g *Guard) collectIdle(s *slot) {
+	g.closeMu.RLock()
+	defer g.closeMu.RUnlock()
+	ctx := context.Background()
+	if g.closed.Load() || s.inst.collect(ctx) != nil {
+		g.discard(ctx, s)
+		return
+	}
+	g.release(s)
+}
+
 func (g *Guard) discard(ctx context.Context, s *slot) {
 	s.inst.close(ctx)
 	<-g.live
@@ -428,11 +447,14 @@ func (g *Guard) callInto(ctx context.Context, env []byte, r guestResponse) error
 		g.discard(ctx, s)
 		return &Error{Code: CodeUnavailable, Message: "guard call stopped: deadline exceeded or cancelled"}
 	}
-	if s.inst.bloated() {
+	switch {
+	case s.inst.bloated():
 		// A large request grew this instance's memory, which wasm never
 		// gives back: replace it rather than keep the memory.
 		g.discard(ctx, s)
-	} else {
+	case s.inst.collectDue(ctx):
+		g.collecting.Go(func() { g.collectIdle(s) })
+	default:
 		g.release(s)
 	}
 	if err != nil {

@@ -107,6 +107,7 @@ func (c *countedInstance) close(ctx context.Context) {
 // to agree once no call is in flight: nothing leaked, nothing lost.
 func poolBalanced(t testing.TB, g *Guard, ce *countingEngine) {
 	t.Helper()
+	g.collecting.Wait()
 	live, _, _, _ := ce.snapshot()
 	if len(g.idle) != len(g.live) || len(g.live) != live {
 		t.Errorf("idle %d, live tokens %d, running instances %d: they must be equal at rest", len(g.idle), len(g.live), live)
@@ -627,4 +628,42 @@ func TestPoolPrestart(t *testing.T) {
 			t.Errorf("pool of %d under %d concurrent calls grew to %d", c.size, c.size, n)
 		}
 	}
+}
+
+// TestWasmCollectsBetweenCalls: the guest's garbage is collected after the
+// calls that asked for it, off their path (guard_collect_due, then
+// guard_collect), before the runtime would collect inside a call at its
+// limit: every collection the guest ran was one the host asked for.
+func TestWasmCollectsBetweenCalls(t *testing.T) {
+	ctx := context.Background()
+	// At 8 MiB the runtime would collect several times in these calls.
+	g := newGuard(t, EngineWasm, WithPoolSize(1), WithMemoryLimitMiB(8))
+	ce := instrument(g)
+	for range 1500 {
+		if err := oneCall(ctx, g, "alice"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g.collecting.Wait()
+	s := <-g.idle
+	raw, err := s.inst.stats(ctx)
+	g.idle <- s
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st struct {
+		NumGC       int `json:"numGC"`
+		Collections int `json:"collections"`
+	}
+	if err := json.Unmarshal(raw, &st); err != nil {
+		t.Fatalf("guard_stats: %v %s", err, raw)
+	}
+	if st.Collections == 0 {
+		t.Fatalf("3,000 calls and no collection between them: %s", raw)
+	}
+	if st.NumGC != st.Collections {
+		t.Errorf("the guest collected %d times, %d of them between calls: the runtime collected inside calls", st.NumGC, st.Collections)
+	}
+	t.Logf("guard_stats after 1,500 rounds: %s", raw)
+	poolBalanced(t, g, ce)
 }

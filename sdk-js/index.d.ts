@@ -461,7 +461,7 @@ export interface Guard {
   /** Key rotation: a call sees the old keys or the new, never a mix. */
   setKeys(keys: Keyring | string | string[]): Promise<void>;
   /** The module's own view of its entropy, clock and memory. */
-  stats(): Promise<{ random: string; nowMs: number; heapAlloc: number; heapSys: number; numGC: number; memoryLimit: number }>;
+  stats(): Promise<{ random: string; nowMs: number; heapAlloc: number; heapSys: number; numGC: number; collections: number; memoryLimit: number }>;
   close(): Promise<void>;
 }
 

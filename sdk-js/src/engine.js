@@ -102,6 +102,23 @@ export class WasmInstance {
     return this.#view(r);
   }
 
+  /**
+   * Whether the module would like collect() run before its next call
+   * (guest/ABI.md, guard_collect_due). False for a module built before it.
+   */
+  collectDue() {
+    try {
+      return this.#x.guard_collect_due?.() === 1;
+    } catch {
+      return false; // a trap here shows on the next call, which replaces the instance
+    }
+  }
+
+  /** Runs the module's garbage collection now (guard_collect). */
+  collect() {
+    this.#x.guard_collect?.();
+  }
+
   /** The module's guard_stats, parsed. */
   stats() {
     return JSON.parse(new TextDecoder().decode(this.#view(this.#x.guard_stats())));

@@ -158,6 +158,7 @@ class Guard {
   #ready = [];
   #spawning = null;
   #closed = false;
+  #collecting = false;
   #onceDefaults;
   #testHooks;
 
@@ -313,9 +314,27 @@ class Guard {
       this.#discard(inst);
       throw new GuardError(codes.UNAVAILABLE, 'guard call stopped: deadline exceeded or cancelled');
     }
+    if (!this.#collecting && inst.collectDue()) this.#collectLater(inst);
     if (!r.ok) throw fromWire(r.error);
     Object.defineProperty(r, RESPONSE_TEXT, { value: text, enumerable: false });
     return r;
+  }
+
+  // #collectLater runs the module's garbage collection in a task of its
+  // own, after this call's caller has its answer: left to itself, the
+  // module collects inside calls and spreads the work over hundreds of
+  // them (as host/guard.go collectIdle).
+  #collectLater(inst) {
+    this.#collecting = true;
+    setTimeout(() => {
+      this.#collecting = false;
+      if (this.#closed || !this.#ready.includes(inst)) return;
+      try {
+        inst.collect();
+      } catch {
+        this.#discard(inst);
+      }
+    }, 0);
   }
 
   // #policyInput has the core build the policy input (guest/ABI.md,

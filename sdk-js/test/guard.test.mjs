@@ -312,6 +312,24 @@ test('the module gets real entropy and a real clock', async () => {
   assert.notEqual(x.requestState, y.requestState);
 });
 
+test('the module collects its garbage between calls, when it asks, not inside them', async () => {
+  // At 8 MiB the module's runtime would collect several times in these
+  // calls; each collection must be one the host ran after a call.
+  const g = await createGuard({ keys: generateKey(), audience: 'crm.example.com', memoryLimitMiB: 8 });
+  const inputs = [form('contact', 'Who should we book the demo for?', contactSchema)];
+  for (let i = 0; i < 1500; i++) {
+    const { requestState } = await g.ask(baseRequest(), inputs);
+    const out = await g.resume(baseRequest({ requestState, inputResponses: accept({ name: 'Ann', email: 'ann@example.com' }) }));
+    assert.equal(out.status, 'complete');
+    if (i % 20 === 19) await new Promise((r) => setTimeout(r, 0)); // the task a server would yield to
+  }
+  await new Promise((r) => setTimeout(r, 0));
+  const st = await g.stats();
+  assert.ok(st.collections > 0, JSON.stringify(st));
+  assert.equal(st.numGC, st.collections, `the runtime collected inside calls: ${JSON.stringify(st)}`);
+  await g.close();
+});
+
 test('key rotation: new primary seals, old keys open until removed', async () => {
   const oldKey = generateKey();
   const newKey = generateKey();
