@@ -61,6 +61,15 @@ func (l *latencies) report(b *testing.B) {
 	b.ReportMetric(p99, "p99-µs")
 }
 
+// timed runs f and records how long it took.
+func (l *latencies) timed(b *testing.B, f func() error) {
+	t0 := time.Now()
+	if err := f(); err != nil {
+		b.Fatal(err)
+	}
+	*l = append(*l, time.Since(t0))
+}
+
 // quantiles is the median and p99 in µs.
 func (l latencies) quantiles() (p50, p99 float64) {
 	s := slices.Clone(l)
@@ -555,11 +564,7 @@ func BenchmarkUpstreamColdCache(b *testing.B) {
 							b.Fatal(err)
 						}
 						b.StartTimer()
-						t0 := time.Now()
-						if err := calls[i](); err != nil {
-							b.Fatal(err)
-						}
-						lats[i] = append(lats[i], time.Since(t0))
+						lats[i].timed(b, calls[i])
 					}
 				}
 				b.StopTimer()
@@ -612,3 +617,57 @@ func sleepFor(d time.Duration) func() {
 	}
 	return func() { time.Sleep(d) }
 }
+
+// BenchmarkGuestCollection is the proxy's two guest calls with the guest's
+// garbage collected between calls, as the host does it (guard_collect_due,
+// then guard_collect off the caller's path), against the guest left to
+// collect inside calls at its limit, as before. The two guards alternate
+// call by call, so they share the machine's drift; each has a pool of two,
+// so a call need not wait for a collection under way.
+func BenchmarkGuestCollection(b *testing.B) {
+	for _, op := range []string{"ask", "resume"} {
+		b.Run(op, func(b *testing.B) {
+			names := []string{"between", "inside"}
+			calls := make([]func() error, 2)
+			for i := range calls {
+				g := benchGuard(b, EngineWasm, WithPoolSize(2))
+				if names[i] == "inside" {
+					for n := len(g.idle); n > 0; n-- {
+						s := <-g.idle
+						s.inst = neverCollect{s.inst}
+						g.idle <- s
+					}
+				}
+				calls[i] = upstreamOp(b, g, op)
+				warmUp(b, warmCalls, calls[i])
+			}
+			lats := make([]latencies, len(calls))
+			b.ResetTimer()
+			for n := 0; n < b.N; n++ {
+				for i := range calls {
+					lats[i].timed(b, calls[i])
+				}
+			}
+			b.StopTimer()
+			for i, name := range names {
+				s := slices.Clone(lats[i])
+				slices.Sort(s)
+				var sum time.Duration
+				for _, d := range s {
+					sum += d
+				}
+				q := func(f float64) float64 { return float64(s[int(f*float64(len(s)-1))].Nanoseconds()) / 1e3 }
+				b.ReportMetric(q(.5), name+"-p50-µs")
+				b.ReportMetric(q(.9), name+"-p90-µs")
+				b.ReportMetric(q(.99), name+"-p99-µs")
+				b.ReportMetric(float64(sum.Nanoseconds())/1e3/float64(len(s)), name+"-mean-µs")
+			}
+		})
+	}
+}
+
+// neverCollect is an instance whose host never runs the guest's collection
+// between calls: the guest collects inside them, at its limit.
+type neverCollect struct{ instance }
+
+func (neverCollect) collectDue(context.Context) bool { return false }
