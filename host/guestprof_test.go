@@ -127,9 +127,10 @@ func (p *profiler) report(ops int, top int) string {
 }
 
 // profiledGuard is a guard of one instance of a guard.wasm built with its
-// name section, every guest call timed by prof. Use one per test: wazero
-// caches the compiled module, listeners included, so a second guard would
-// report to the first profiler.
+// name section, every guest call timed by prof. wazero caches a compiled
+// module with its listeners, so each guard compiles into a cache of its
+// own: one sharing the process's cache would report to the profiler of
+// the first test that compiled the module.
 func profiledGuard(t *testing.T) (*Guard, *profiler, context.Context) {
 	mod := filepath.Join(t.TempDir(), "guard-names.wasm")
 	build := exec.Command("go", "build", "-buildmode=c-shared", "-trimpath", "-buildvcs=false", "-o", mod, "../guest")
@@ -143,7 +144,8 @@ func profiledGuard(t *testing.T) (*Guard, *profiler, context.Context) {
 	}
 	prof := &profiler{stats: map[string]*profStat{}, module: wasmBytes}
 	ctx := experimental.WithFunctionListenerFactory(context.Background(), prof)
-	g, err := New(ctx, WithModule(wasmBytes), WithKeys(benchKeys), WithEngine(EngineWasm), WithPoolSize(1), WithAudience("bench.example"))
+	g, err := New(ctx, WithModule(wasmBytes), WithKeys(benchKeys), WithEngine(EngineWasm), WithPoolSize(1), WithAudience("bench.example"),
+		WithCompilationCache(t.TempDir()))
 	if err != nil {
 		t.Fatal(err)
 	}
