@@ -28,6 +28,9 @@ type countingEngine struct {
 	// hold, when set before concurrent use, makes every call wait until
 	// it is closed: a test can keep instances busy at once.
 	hold chan struct{}
+	// collectGate, when set before concurrent use, makes every collection
+	// between calls signal collectStarted and wait until it is closed.
+	collectGate, collectStarted chan struct{}
 }
 
 type countedInstance struct {
@@ -91,6 +94,22 @@ func (c *countedInstance) call(ctx context.Context, in []byte, timeout time.Dura
 		c.e.lastErr.Store(err)
 	}
 	return out, err
+}
+
+// collect counts as a use of the instance: a call during it is an overlap.
+func (c *countedInstance) collect(ctx context.Context) error {
+	if c.busy.Add(1) != 1 {
+		c.e.overlaps.Add(1)
+	}
+	defer c.busy.Add(-1)
+	if c.e.collectGate != nil {
+		select {
+		case c.e.collectStarted <- struct{}{}:
+		default:
+		}
+		<-c.e.collectGate
+	}
+	return c.instance.collect(ctx)
 }
 
 func (c *countedInstance) close(ctx context.Context) {
@@ -666,4 +685,94 @@ func TestWasmCollectsBetweenCalls(t *testing.T) {
 	}
 	t.Logf("guard_stats after 1,500 rounds: %s", raw)
 	poolBalanced(t, g, ce)
+}
+
+// TestWasmCollectsConcurrently: with callers in parallel, a collection
+// between calls never shares its instance with a call, every collection is
+// still the host's, and Close during collections loses no instance.
+func TestWasmCollectsConcurrently(t *testing.T) {
+	ctx := context.Background()
+	g := newGuard(t, EngineWasm, WithPoolSize(2), WithMemoryLimitMiB(8))
+	ce := instrument(g)
+	rounds := func(n int, stop *atomic.Bool) error {
+		for i := 0; i < n && !stop.Load(); i++ {
+			if err := oneCall(ctx, g, "alice"); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var never atomic.Bool
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for range 4 {
+		wg.Go(func() { errs <- rounds(400, &never) })
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	g.collecting.Wait()
+	if n := ce.overlaps.Load(); n != 0 {
+		t.Fatalf("%d uses of an instance overlapped", n)
+	}
+	var numGC, collections int
+	for range len(g.idle) {
+		s := <-g.idle
+		raw, err := s.inst.stats(ctx)
+		defer func() { g.idle <- s }()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var st struct{ NumGC, Collections int }
+		if err := json.Unmarshal(raw, &st); err != nil {
+			t.Fatal(err)
+		}
+		numGC += st.NumGC
+		collections += st.Collections
+	}
+	if collections == 0 || numGC != collections {
+		t.Errorf("%d collections, %d of them between calls", numGC, collections)
+	}
+
+	// Close while a collection holds an instance and calls go on.
+	g2 := newGuard(t, EngineWasm, WithPoolSize(2), WithMemoryLimitMiB(8))
+	ce2 := instrument(g2)
+	ce2.collectGate, ce2.collectStarted = make(chan struct{}), make(chan struct{}, 1)
+	var stop atomic.Bool
+	for range 4 {
+		wg.Go(func() {
+			for !stop.Load() {
+				if oneCall(ctx, g2, "alice") != nil {
+					return // closed
+				}
+			}
+		})
+	}
+	select {
+	case <-ce2.collectStarted:
+	case <-time.After(time.Minute):
+		t.Fatal("no collection started")
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- g2.Close(ctx) }()
+	time.Sleep(50 * time.Millisecond) // Close waits for the collection
+	close(ce2.collectGate)
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Close never returned")
+	}
+	stop.Store(true)
+	wg.Wait()
+	g2.collecting.Wait()
+	if live, _, started, closed := ce2.snapshot(); live != 0 {
+		t.Errorf("after Close: %d instances still running (%d started, %d closed)", live, started, closed)
+	}
 }
