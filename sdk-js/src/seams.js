@@ -6,5 +6,8 @@
 //
 //   import { seams } from '../src/seams.js';
 //   createGuard({ keys, [seams]: { clock: () => t, random: (b) => b.fill(0), testHooks: true } });
+//
+// collectBetweenCalls: false leaves the module to collect its garbage
+// inside calls, for the benchmark that compares the two.
 
 export const seams = Symbol('mrtr-wasm.seams');
