@@ -663,28 +663,40 @@ func TestWasmCollectsBetweenCalls(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	g.collecting.Wait()
-	s := <-g.idle
-	raw, err := s.inst.stats(ctx)
-	g.idle <- s
-	if err != nil {
-		t.Fatal(err)
-	}
-	var st struct {
-		NumGC       int `json:"numGC"`
-		Collections int `json:"collections"`
-	}
-	if err := json.Unmarshal(raw, &st); err != nil {
-		t.Fatalf("guard_stats: %v %s", err, raw)
-	}
-	if st.Collections == 0 {
-		t.Fatalf("3,000 calls and no collection between them: %s", raw)
-	}
-	if st.NumGC != st.Collections {
-		t.Errorf("the guest collected %d times, %d of them between calls: the runtime collected inside calls", st.NumGC, st.Collections)
-	}
-	t.Logf("guard_stats after 1,500 rounds: %s", raw)
+	collectedBetweenCalls(t, g)
 	poolBalanced(t, g, ce)
+}
+
+// collectedBetweenCalls requires the guest instances at rest in g's pool
+// to have collected at least once, every time because the host asked.
+func collectedBetweenCalls(t *testing.T, g *Guard) {
+	t.Helper()
+	g.collecting.Wait()
+	var numGC, collections int
+	var held []*slot
+	for range len(g.idle) {
+		s := <-g.idle
+		held = append(held, s)
+		raw, err := s.inst.stats(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var st struct{ NumGC, Collections int }
+		if err := json.Unmarshal(raw, &st); err != nil {
+			t.Fatalf("guard_stats: %v %s", err, raw)
+		}
+		numGC += st.NumGC
+		collections += st.Collections
+	}
+	for _, s := range held {
+		g.idle <- s
+	}
+	if collections == 0 {
+		t.Fatalf("no collection between calls (%d inside them)", numGC)
+	}
+	if numGC != collections {
+		t.Errorf("the guest collected %d times, %d of them between calls: the runtime collected inside calls", numGC, collections)
+	}
 }
 
 // TestWasmCollectsConcurrently: with callers in parallel, a collection
@@ -694,19 +706,18 @@ func TestWasmCollectsConcurrently(t *testing.T) {
 	ctx := context.Background()
 	g := newGuard(t, EngineWasm, WithPoolSize(2), WithMemoryLimitMiB(8))
 	ce := instrument(g)
-	rounds := func(n int, stop *atomic.Bool) error {
-		for i := 0; i < n && !stop.Load(); i++ {
+	rounds := func(n int) error {
+		for range n {
 			if err := oneCall(ctx, g, "alice"); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
-	var never atomic.Bool
 	var wg sync.WaitGroup
 	errs := make(chan error, 4)
 	for range 4 {
-		wg.Go(func() { errs <- rounds(400, &never) })
+		wg.Go(func() { errs <- rounds(400) })
 	}
 	wg.Wait()
 	close(errs)
@@ -719,24 +730,7 @@ func TestWasmCollectsConcurrently(t *testing.T) {
 	if n := ce.overlaps.Load(); n != 0 {
 		t.Fatalf("%d uses of an instance overlapped", n)
 	}
-	var numGC, collections int
-	for range len(g.idle) {
-		s := <-g.idle
-		raw, err := s.inst.stats(ctx)
-		defer func() { g.idle <- s }()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var st struct{ NumGC, Collections int }
-		if err := json.Unmarshal(raw, &st); err != nil {
-			t.Fatal(err)
-		}
-		numGC += st.NumGC
-		collections += st.Collections
-	}
-	if collections == 0 || numGC != collections {
-		t.Errorf("%d collections, %d of them between calls", numGC, collections)
-	}
+	collectedBetweenCalls(t, g)
 
 	// Close while a collection holds an instance and calls go on.
 	g2 := newGuard(t, EngineWasm, WithPoolSize(2), WithMemoryLimitMiB(8))
