@@ -520,18 +520,22 @@ func (s *Stdio) handshake(ctx context.Context, c *child) error {
 		if _, isErr := res.get("error"); isErr {
 			return Errorf(CodeBadResponse, "the upstream refused both server/discover and initialize", nil)
 		}
-		if err := c.write(ctx, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)); err != nil {
-			return s.startError(ctx, c, "initialize", err)
-		}
 		legacy = true
 	}
 	r, _ := res.get("result")
 	result := json.RawMessage(bytes.Clone(res.value(r)))
+	// The era is known before initialized is sent: a legacy child may ask
+	// (roots/list) the moment it reads it, and the reader must answer as
+	// to a legacy child.
 	s.mu.Lock()
 	s.discover, s.legacy = result, legacy
 	s.mu.Unlock()
-	if legacy {
-		s.log.Warn("upstream does not answer server/discover; it answered the legacy initialize", "pid", c.pid)
+	if !legacy {
+		return nil
+	}
+	s.log.Warn("upstream does not answer server/discover; it answered the legacy initialize", "pid", c.pid)
+	if err := c.write(ctx, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)); err != nil {
+		return s.startError(ctx, c, "initialize", err)
 	}
 	return nil
 }
