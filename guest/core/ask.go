@@ -114,7 +114,7 @@ func (g *Guard) ask(root int32, cp *callCtx, reqs int32, ups *string, progress b
 		}
 		st.op, st.round = op, int(rnd)+1
 		if answers >= 0 && p.node(answers).n > 0 {
-			ans = p.appendCompact(nil, answers)
+			ans = p.compact(answers)
 		}
 	} else {
 		st.op = b64.EncodeToString(c.rand[32:48])
@@ -131,7 +131,11 @@ func (g *Guard) ask(root int32, cp *callCtx, reqs int32, ups *string, progress b
 
 // emitInputRequired seals the state and writes the input_required output.
 func (g *Guard) emitInputRequired(c *callCtx, st *stateOut, list []pending) *Error {
-	pend := []byte{'{'}
+	size := 2
+	for i := range list {
+		size += len(list[i].key) + len(list[i].method) + len(list[i].params) + len(list[i].base) + 48
+	}
+	pend := append(make([]byte, 0, size), '{')
 	for i := range list {
 		if i > 0 {
 			pend = append(pend, ',')
@@ -291,7 +295,7 @@ func (g *Guard) readInputRequests(reqs int32) ([]pending, *Error) {
 			fs = append(fs, rfs...)
 			pr := pending{key: m.key, method: method, kind: kind}
 			if params >= 0 && p.kindOf(params) != jNull {
-				pr.params = p.appendCompact(nil, params)
+				pr.params = p.compact(params)
 			}
 			list = append(list, pr)
 		}

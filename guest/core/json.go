@@ -535,12 +535,18 @@ func hex4(s []byte, i int) (rune, bool) {
 // checkCaseKeys refuses an object whose keys differ only in case: a form
 // answer "Email" beside "email" is either a client bug or smuggling.
 func (p *parser) checkCaseKeys(i int32, what string) *Error {
+	return p.checkCaseKeysOf(i, what, "")
+}
+
+// checkCaseKeysOf is checkCaseKeys for what of the member named of: the
+// message is built only when there is an error to report.
+func (p *parser) checkCaseKeysOf(i int32, what, of string) *Error {
 	kids := p.kids(i)
 	if len(kids) < wideMembers {
 		for a := 1; a < len(kids); a++ {
 			for b := 0; b < a; b++ {
 				if strings.EqualFold(kids[a].key, kids[b].key) {
-					return caseDup(what, kids[b].key, kids[a].key)
+					return caseDup(what, of, kids[b].key, kids[a].key)
 				}
 			}
 		}
@@ -553,14 +559,17 @@ func (p *parser) checkCaseKeys(i int32, what string) *Error {
 		}
 		f := foldKey(m.key)
 		if prev, dup := seen[f]; dup {
-			return caseDup(what, prev, m.key)
+			return caseDup(what, of, prev, m.key)
 		}
 		seen[f] = m.key
 	}
 	return nil
 }
 
-func caseDup(what, a, b string) *Error {
+func caseDup(what, of, a, b string) *Error {
+	if of != "" {
+		what += " to " + quote(of)
+	}
 	return newError(CodeCaseDuplicateKey, what+" has keys that differ only in case: "+quote(a)+" and "+quote(b))
 }
 
@@ -615,6 +624,14 @@ func appendString(dst []byte, s string) []byte {
 	}
 	dst = append(dst, s[last:]...)
 	return append(dst, '"')
+}
+
+// compact returns node i without insignificant white space, in a buffer
+// sized once: the compact form is never longer than the text it came
+// from (only escapes the source already had are written).
+func (p *parser) compact(i int32) []byte {
+	n := &p.nodes[i]
+	return p.appendCompact(make([]byte, 0, n.end-n.start), i)
 }
 
 // appendCompact appends node i without insignificant white space, keeping

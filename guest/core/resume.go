@@ -53,7 +53,7 @@ func (g *Guard) resume(root int32, cp *callCtx, token string, resp int32, up *up
 		// with the form.)
 		for _, m := range p.kids(resp) {
 			if p.kindOf(m.val) == jObject {
-				if err := p.checkCaseKeys(m.val, "the response to "+quote(m.key)); err != nil {
+				if err := p.checkCaseKeysOf(m.val, "the response", m.key); err != nil {
 					return err
 				}
 			}
@@ -105,7 +105,7 @@ func (g *Guard) resume(root int32, cp *callCtx, token string, resp int32, up *up
 				// Consent to open the page; whether the out-of-band step
 				// finished is for the application to check.
 				if up != nil {
-					accepted = append(accepted, answer{key, p.appendCompact(nil, r)})
+					accepted = append(accepted, answer{key, p.compact(r)})
 				} else {
 					accepted = append(accepted, answer{key, []byte(`{"action":"accept"}`)})
 				}
@@ -124,7 +124,7 @@ func (g *Guard) resume(root int32, cp *callCtx, token string, resp int32, up *up
 			if len(fc.problems) == 0 {
 				if up != nil {
 					// The upstream gets the answer as the client sent it.
-					accepted = append(accepted, answer{key, p.appendCompact(nil, r)})
+					accepted = append(accepted, answer{key, p.compact(r)})
 				} else {
 					accepted = append(accepted, answer{key, append(fc.content, '}')})
 				}
@@ -139,12 +139,12 @@ func (g *Guard) resume(root int32, cp *callCtx, token string, resp int32, up *up
 			if !validSamplingResult(p, r) {
 				return newError(CodeResponsesMalformed, "the response to "+quote(key)+" must be a CreateMessageResult (role, content, model)")
 			}
-			accepted = append(accepted, answer{key, p.appendCompact(nil, r)})
+			accepted = append(accepted, answer{key, p.compact(r)})
 		case "roots/list":
 			if !validRootsResult(p, r) {
 				return newError(CodeResponsesMalformed, "the response to "+quote(key)+" must be a ListRootsResult with file:// URIs")
 			}
-			accepted = append(accepted, answer{key, p.appendCompact(nil, r)})
+			accepted = append(accepted, answer{key, p.compact(r)})
 		default:
 			return stateError(ReasonMalformed)
 		}
@@ -219,7 +219,7 @@ func (g *Guard) sealedPending(key, method string, entry int32) pending {
 	pr := pending{key: key, method: method}
 	params := sp.get(entry, "params")
 	if params >= 0 {
-		pr.params = sp.appendCompact(nil, params)
+		pr.params = sp.compact(params)
 	}
 	switch method {
 	case "elicitation/create":
@@ -294,9 +294,9 @@ func (g *Guard) reaskForm(key string, sp *parser, entry int32, e *formEntry, fc 
 		raw := fp.raw
 		var def []byte
 		if v, ok := fc.present[fp.name]; ok && !bad[fp.name] {
-			def = p.appendCompact(nil, v)
+			def = p.compact(v)
 		} else if d := sp.get(sp.get(props, fp.name), "default"); d >= 0 {
-			def = sp.appendCompact(nil, d)
+			def = sp.compact(d)
 		}
 		if def != nil {
 			out = append(out, raw[:len(raw)-1]...)
