@@ -130,6 +130,12 @@ func (p *parser) kids(i int32) []jmember {
 }
 
 // get returns the member of object i named key, or -1.
+//
+// Not inlined: it was inlined at some 165 sites, and its loop at each made
+// guard.wasm larger by 112 KB and every caller longer to fetch; one copy
+// stays in the cache (BENCHMARKS.md, "One copy of the member lookup").
+//
+//go:noinline
 func (p *parser) get(i int32, key string) int32 {
 	if i < 0 || p.nodes[i].kind != jObject {
 		return -1

@@ -120,6 +120,27 @@ func BenchmarkProxy(b *testing.B) {
 			}
 		})
 	}
+	// The same calls with the targets taking turns call by call, so that
+	// they share whatever the VM does meanwhile; "added" is each proxy's
+	// p50 less direct's.
+	names := make([]string, len(targets))
+	for i, t := range targets {
+		names[i] = t.name
+	}
+	b.Run("interleaved/tools_call", func(b *testing.B) {
+		fs := make([]func() error, len(targets))
+		for i, t := range targets {
+			fs[i] = plain(t.base)
+		}
+		interleaved(b, names, fs)
+	})
+	b.Run("interleaved/input_round", func(b *testing.B) {
+		fs := make([]func() error, len(targets))
+		for i, t := range targets {
+			fs[i] = round(t.base)
+		}
+		interleaved(b, names, fs)
+	})
 	for _, t := range targets[1:] {
 		b.Run("memory/at_rest/"+t.name, func(b *testing.B) {
 			b.ReportMetric(float64(rss(b, t.pid))/(1<<20), "RSS-MiB")
@@ -366,6 +387,35 @@ func latency(b *testing.B, f func() error) {
 	slices.Sort(d)
 	b.ReportMetric(float64(d[len(d)/2].Microseconds()), "p50-µs")
 	b.ReportMetric(float64(d[len(d)*99/100].Microseconds()), "p99-µs")
+}
+
+// interleaved runs b.N calls of each of fs, one of each in turn (the
+// first of each turn rotating), and reports each one's p50 and p99 and,
+// for all but the first (direct), its p50 added to the first's.
+func interleaved(b *testing.B, names []string, fs []func() error) {
+	d := make([][]time.Duration, len(fs))
+	b.ResetTimer()
+	for n := 0; n < b.N; n++ {
+		for k := range fs {
+			i := (n + k) % len(fs)
+			t := time.Now()
+			if err := fs[i](); err != nil {
+				b.Fatalf("%s: %v", names[i], err)
+			}
+			d[i] = append(d[i], time.Since(t))
+		}
+	}
+	b.StopTimer()
+	p50 := make([]float64, len(fs))
+	for i := range d {
+		slices.Sort(d[i])
+		p50[i] = float64(d[i][len(d[i])/2].Microseconds())
+		b.ReportMetric(p50[i], names[i]+"-p50-µs")
+		b.ReportMetric(float64(d[i][len(d[i])*99/100].Microseconds()), names[i]+"-p99-µs")
+	}
+	for i := 1; i < len(fs); i++ {
+		b.ReportMetric(p50[i]-p50[0], names[i]+"-added-p50-µs")
+	}
 }
 
 // throughput runs 16 clients for b.N calls in all and reports calls/s;
