@@ -52,7 +52,7 @@ echo "== fuzz smoke (the seed corpora also run in go test)"
 # retry too; a run the fuzzing engine itself gave up on (a worker it
 # thought hung on a loaded machine) gets one more chance, loudly.
 fuzzlog=$(mktemp)
-for t in FuzzCall FuzzOpen FuzzResume FuzzLint FuzzUpstream FuzzCanonical FuzzVocab; do
+for t in FuzzCall FuzzOpen FuzzResume FuzzLint FuzzUpstream FuzzCanonical FuzzVocab FuzzSmallInt; do
   for try in 1 2; do
     if go test ./guest/core -run XXX -fuzz "^$t\$" -fuzztime "${FUZZTIME:-10s}" -fuzzminimizetime 5s >"$fuzzlog" 2>&1; then
       break

@@ -346,11 +346,40 @@ func (p *parser) int(i int32) (int64, bool) {
 	if i < 0 || p.nodes[i].kind != jNumber {
 		return 0, false
 	}
+	if v, ok := smallInt(p.nodes[i].str); ok {
+		return v, true
+	}
 	f, err := strconv.ParseFloat(p.nodes[i].str, 64)
 	if err != nil || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
 		return 0, false
 	}
 	return int64(f), true
+}
+
+// smallInt reads a JSON number literal of at most 15 digits and no
+// fraction or exponent (the clock, a round, a version), exactly as
+// ParseFloat would, without running through strconv's float parser: its
+// code is most of what reading a number costs a call that starts cold.
+func smallInt(s string) (int64, bool) {
+	neg := len(s) > 0 && s[0] == '-'
+	if neg {
+		s = s[1:]
+	}
+	if len(s) == 0 || len(s) > 15 {
+		return 0, false
+	}
+	var v int64
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		v = v*10 + int64(c-'0')
+	}
+	if neg {
+		v = -v
+	}
+	return v, true
 }
 
 func (p *parser) float(i int32) (float64, bool) {

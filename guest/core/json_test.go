@@ -6,9 +6,11 @@ package core
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -628,6 +630,50 @@ func TestParseStringEveryPosition(t *testing.T) {
 			if _, _, err := parseDoc(`"` + strings.Repeat("d", n)); err == nil {
 				t.Fatalf("unterminated string of %d bytes accepted", n)
 			}
+		}
+	}
+}
+
+// intByFloat is how parser.int read every number before smallInt.
+func intByFloat(s string) (int64, bool) {
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
+		return 0, false
+	}
+	return int64(f), true
+}
+
+// FuzzSmallInt: where smallInt reads a literal, it reads what ParseFloat
+// did; where it declines, parser.int still reads it through ParseFloat.
+func FuzzSmallInt(f *testing.F) {
+	for _, s := range []string{"0", "-0", "7", "-12", "1764770000000", "999999999999999", "9999999999999999",
+		"-999999999999999", "01", "1.0", "1e3", "-", "", "+1", "1 ", "9007199254740993"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		v, ok := smallInt(s)
+		if !ok {
+			return
+		}
+		w, wok := intByFloat(s)
+		if !wok || v != w {
+			t.Fatalf("smallInt(%q) = %d, ParseFloat reads %d, %v", s, v, w, wok)
+		}
+	})
+}
+
+func TestParserIntReadsAsBefore(t *testing.T) {
+	for _, lit := range []string{"0", "-0", "42", "-42", "1764770000000", "999999999999999", "1000000000000000",
+		"9007199254740992", "9007199254740993", "1e3", "1.5", "2.0", "-1E2", "1e400"} {
+		var p parser
+		root, err := p.parse([]byte(`{"n":`+lit+`}`), 8)
+		if err != nil {
+			t.Fatalf("%s: %v", lit, err)
+		}
+		v, ok := p.int(p.get(root, "n"))
+		w, wok := intByFloat(lit)
+		if v != w || ok != wok {
+			t.Errorf("int(%s) = %d, %v; before %d, %v", lit, v, ok, w, wok)
 		}
 	}
 }
