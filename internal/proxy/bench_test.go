@@ -31,6 +31,8 @@ import (
 // plain tools/call and of an input round (ask, then resume) directly and
 // through the proxy (p50/p99), the throughput of plain calls with 16
 // clients, and the proxy process's resident memory at rest and under load.
+// The interleaved/ runs take the targets in turn, call by call, so that
+// the added latency is measured under the same drift of the machine.
 // Both servers are real processes (the mrtr-wasm binary with guard.wasm,
 // the fixture binary); the clients run here.
 //
