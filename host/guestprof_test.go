@@ -20,6 +20,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -330,7 +331,7 @@ func TestGuestFootprintUpstream(t *testing.T) {
 		}
 		sort.Slice(big, func(i, j int) bool { return big[i].size > big[j].size })
 		fmt.Fprintf(&b, "largest:\n")
-		for _, f := range big[:min(15, len(big))] {
+		for _, f := range big[:min(footprintList, len(big))] {
 			fmt.Fprintf(&b, "%9.1f  %s\n", float64(f.size)/1024, strings.TrimPrefix(f.name, "."))
 		}
 		t.Log(b.String())
@@ -404,3 +405,12 @@ func wasmFunctionSizes(t *testing.T, m []byte) (imports uint32, bodies []int) {
 	}
 	return imports, bodies
 }
+
+// footprintList is how many of the largest functions entered
+// TestGuestFootprintUpstream lists (MRTR_FOOTPRINT_LIST to see more).
+var footprintList = func() int {
+	if n, err := strconv.Atoi(os.Getenv("MRTR_FOOTPRINT_LIST")); err == nil && n > 0 {
+		return n
+	}
+	return 15
+}()
