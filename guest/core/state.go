@@ -44,10 +44,8 @@ func (g *Guard) readClock(root int32, c *callCtx, needRand bool) *Error {
 		if !ok || b64.DecodedLen(len(r)) != randBytes {
 			return newError(CodeRequestNoEntropy, "request needs \"rand\": "+itoa(randBytes)+" fresh random bytes, base64url without padding")
 		}
-		if !validB64URL(r) {
-			return newError(CodeRequestNoEntropy, "\"rand\" is not valid base64url")
-		}
-		if _, err := b64.Strict().Decode(c.rand[:], bytesOf(r)); err != nil {
+		// The token's own decoder: as strict as validB64URL, in one pass.
+		if !v4B64Decode(c.rand[:], bytesOf(r)) {
 			return newError(CodeRequestNoEntropy, "\"rand\" is not valid base64url")
 		}
 	}

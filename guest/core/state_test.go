@@ -6,6 +6,7 @@ package core
 import (
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -136,4 +137,28 @@ func TestStateNearYear9999(t *testing.T) {
 	if rfc3339(maxNowMs/1000+MaxTTLSeconds) != "9999-12-31T23:59:59Z" {
 		t.Fatal("maxNowMs moved: " + strconv.FormatInt(maxNowMs, 10))
 	}
+}
+
+// TestRandReading: "rand" is 48 bytes of canonical base64url without
+// padding, or the call fails with CodeRequestNoEntropy; a valid one seals.
+func TestRandReading(t *testing.T) {
+	g := newConfigured(t, "")
+	good := strings.Repeat("A", 63) + "B"
+	body := `{"v":1,"op":"ask","now":` + strconv.FormatInt(tNowMs, 10) + `,"principal":"alice","method":"tools/call","target":"t","arguments":{},"capabilities":` + tCaps + `,"inputRequests":{"c":` + tConfirmForm + `},"rand":`
+	if resp := checkResponse(t, run(g, body+tJSON(good)+`}`)); resp["ok"] != true {
+		t.Fatalf("a valid rand was refused: %v", resp)
+	}
+	for _, r := range []string{
+		strings.Repeat("A", 63),        // 47 bytes and a fraction
+		strings.Repeat("A", 65),        // no length of base64 is 1 mod 4
+		strings.Repeat("A", 62) + "==", // padding
+		strings.Repeat("A", 63) + "+",  // standard, not URL, alphabet
+		strings.Repeat("A", 63) + "/",
+		strings.Repeat("A", 31) + "\n" + strings.Repeat("A", 32), // the standard decoder skips newlines
+		strings.Repeat("A", 62) + "\u00e9",                       // 64 bytes, not the alphabet
+		"",
+	} {
+		mustFail(t, g, body+tJSON(r)+`}`, CodeRequestNoEntropy)
+	}
+	mustFail(t, g, body+`48}`, CodeRequestNoEntropy)
 }
