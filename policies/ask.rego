@@ -109,6 +109,7 @@ path_suspicious(p) if regex.match(`(^|/)\.\.?(/|$)|%2[eEfF]|%5[cC]|\\`, p)
 # --- positive checks -----------------------------------------------------------
 
 permitted if {
+	tools.input_ok
 	inputs_ok
 	tools.bounds_ok
 	every _, req in inputs {
@@ -153,6 +154,8 @@ url_ok(u) if {
 # --- denials -----------------------------------------------------------------
 
 violations contains v if some v in tools.violations
+
+violations contains tools.input_denial if not tools.input_ok
 
 violations contains tools.denial("policy.input_malformed", "", "", "", "inputs must be an object of input requests by key") if {
 	not inputs_ok

@@ -183,3 +183,28 @@ test_a_form_without_the_cores_verdicts_is_refused if {
 	not d.allow
 	codes(d) == {["policy.input_malformed", "c", "name"]}
 }
+
+# An input without the method and target the core always writes was not
+# built by it: the default rule does not stand in for the tool's own.
+test_input_without_method_or_target_refuses if {
+	e := ask.decision with input as {} with data.mrtr.config as demo
+	not e.allow
+	codes(e) == {["policy.input_malformed", "", ""]}
+
+	t := ask.decision with input as object.remove(ask_input("book_demo_call", {"contact": contact}), ["target"]) with data.mrtr.config as demo
+	not t.allow
+	codes(t) == {["policy.input_malformed", "", ""]}
+
+	# a target that is not a string, and a method that never asks
+	n := ask.decision with input as ask_input(7, {}) with data.mrtr.config as demo
+	codes(n) == {["policy.input_malformed", "", ""]}
+	m := ask.decision with input as object.union(ask_input("book_demo_call", {}), {"method": "completion/complete"}) with data.mrtr.config as demo
+	codes(m) == {["policy.input_malformed", "", ""]}
+
+	# the same input with both is allowed, and so is an empty target (lint's
+	# bare inputs, judged by the default rule)
+	ask.decision.allow with input as ask_input("book_demo_call", {"contact": contact}) with data.mrtr.config as demo
+	ask.decision.rules == ["default"] with input as ask_input("", {}) with data.mrtr.config as demo
+	ask.decision.allow with input as ask_input("", {}) with data.mrtr.config as demo
+	ask.decision.allow with input as object.union(ask_input("book_demo_call", {}), {"method": "prompts/get"}) with data.mrtr.config as demo
+}

@@ -23,13 +23,20 @@ allow if {
 	permitted
 }
 
-permitted if tools.bounds_ok
+permitted if {
+	tools.input_ok
+	tools.bounds_ok
+}
+
+violations contains v if some v in tools.violations
+
+violations contains tools.input_denial if not tools.input_ok
 
 default deny := set()
 
-deny := tools.violations if count(tools.violations) > 0
+deny := violations if count(violations) > 0
 
 deny := {tools.undecided} if {
-	count(tools.violations) == 0
+	count(violations) == 0
 	not permitted
 }

@@ -39,3 +39,13 @@ test_no_data_refuses if {
 	not d.allow
 	[x.code | some x in d.deny] == ["policy.config_missing"]
 }
+
+test_input_without_method_or_target_refuses if {
+	e := resume.decision with input as {} with data.mrtr.config as demo
+	not e.allow
+	[x.code | some x in e.deny] == ["policy.input_malformed"]
+	t := resume.decision with input as object.remove(resume_input("book_demo_call", 3, 300), ["method"]) with data.mrtr.config as demo
+	not t.allow
+	[x.code | some x in t.deny] == ["policy.input_malformed"]
+	resume.decision.allow with input as object.union(resume_input("notes://today", 3, 300), {"method": "resources/read"}) with data.mrtr.config as demo
+}

@@ -160,6 +160,21 @@ bounds_ok if {
 	ttl_ok
 }
 
+# input_ok: the input names what the guard core always names, the method
+# of the request that asks and its target. An input without them was not
+# built by the core (policy.input), and the default rule must not stand
+# in for the target's own. An empty target is one: lint judges bare
+# inputs, asked by no tool, by the default rule.
+input_ok if {
+	input.method in {"tools/call", "prompts/get", "resources/read"}
+	is_string(input.target)
+}
+
+input_denial := denial(
+	"policy.input_malformed", "", "", "",
+	"the input must name its method (tools/call, prompts/get or resources/read) and its target: build it with the guard core (policy.input)",
+)
+
 # violations every decision shares.
 violations contains denial("policy.config_missing", "default", "", "", "the policy has no usable data (default, limits.max_rounds and limits.ttl_seconds are required): refusing everything") if {
 	not config_ok

@@ -21,7 +21,7 @@ func TestPolicyTest(t *testing.T) {
 	}
 
 	// A failing test: exit 1 and the failing line.
-	failing := "package mrtr.extra_test\n\nimport data.mrtr.ask\n\ntest_nothing_is_allowed if {\n\tnot ask.decision.allow with input as {\"target\": \"list_bookings\", \"inputs\": {}, \"max_rounds\": 3, \"ttl_seconds\": 300}\n}\n"
+	failing := "package mrtr.extra_test\n\nimport data.mrtr.ask\n\ntest_nothing_is_allowed if {\n\tnot ask.decision.allow with input as {\"method\": \"tools/call\", \"target\": \"list_bookings\", \"inputs\": {}, \"max_rounds\": 3, \"ttl_seconds\": 300}\n}\n"
 	dir := policyDir(t, map[string]string{"extra_test.rego": failing})
 	code, stdout, _ = runCLI(t, "policy", "test", dir)
 	if code != exitFindings || !strings.Contains(stdout, "test_nothing_is_allowed: FAIL") || !strings.Contains(stdout, "extra_test.rego:6") {
