@@ -816,7 +816,7 @@ func genPolicyDecision(t *testing.T) *gen {
 	pd("allow that is not true", `{"allow":"true","max_rounds":3,"ttl_seconds":60}`)
 	pd("deny wins, every reason kept", `{"allow":true,"deny":[{"code":"policy.field_not_allowed","rule":"tools.book_demo_call","key":"contact","field":"phone","message":"no phone"},{"code":"policy.class_forbidden","rule":"forbidden_classes","message":"no"}],"max_rounds":3,"ttl_seconds":60,"rules":["tools.book_demo_call"]}`)
 	pd("deny that is not a list", `{"allow":true,"deny":"policy.x","max_rounds":3,"ttl_seconds":60}`)
-	pd("members of the wrong type read as empty", `{"allow":false,"deny":[7,{"code":1,"rule":"r","message":null}],"rules":[1,"tools.x"]}`)
+	pd("members of the wrong type read as empty; a denial without a code is policy.undecided", `{"allow":false,"deny":[7,{"code":1,"rule":"r","message":null}],"rules":[1,"tools.x"]}`)
 	v.req("not JSON", `{"v":1,"op":"policy.decision","document":{"allow":tru}}`, fail(core.CodeJSONSyntax))
 	return v
 }

@@ -12,12 +12,21 @@ const codeUndecided = "policy.undecided"
 type policyDenial struct{ code, rule, key, field, message string }
 
 // readDenial reads one denial; a member that is not a string reads as "".
+// A denial without a code is policy.undecided: every refusal names a
+// reason (logs, metrics and the error's reason read it).
 func readDenial(p *parser, n int32) policyDenial {
 	s := func(k string) string { v, _ := p.string(p.get(n, k)); return v }
 	if p.kindOf(n) != jObject {
-		return policyDenial{}
+		return policyDenial{code: codeUndecided, message: "the policy gave a denial that is not an object"}
 	}
-	return policyDenial{code: s("code"), rule: s("rule"), key: s("key"), field: s("field"), message: s("message")}
+	d := policyDenial{code: s("code"), rule: s("rule"), key: s("key"), field: s("field"), message: s("message")}
+	if d.code == "" {
+		d.code = codeUndecided
+		if d.message == "" {
+			d.message = "the policy gave a denial without a code"
+		}
+	}
+	return d
 }
 
 // documentDecision is a decision document (policies/README.md) read as
@@ -232,13 +241,16 @@ func refusal(first policyDenial, all []policyDenial) *Error {
 	switch {
 	case first.code != "" || first.message != "":
 		first = policyDenial{code: first.code, rule: first.rule, message: first.message}
-		if first.message == "" {
-			first.message = refused
-		}
 	case len(all) > 0:
 		first = all[0]
 	default:
 		first = policyDenial{code: codeUndecided, message: refused}
+	}
+	if first.code == "" {
+		first.code = codeUndecided
+	}
+	if first.message == "" {
+		first.message = refused
 	}
 	if len(all) == 0 {
 		all = []policyDenial{first}

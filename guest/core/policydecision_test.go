@@ -28,7 +28,8 @@ func TestPolicyDecisionDocument(t *testing.T) {
 		{"a limit above 2^31", `{"allow":true,"max_rounds":3,"ttl_seconds":2147483649}`, false, codeUndecided, 3},
 		{"deny wins", `{"allow":true,"deny":[{"code":"policy.x","rule":"tools.t","key":"k","field":"f","message":"m"}],"max_rounds":3,"ttl_seconds":60}`, false, "policy.x", 3},
 		{"deny is not a list", `{"allow":true,"deny":"policy.x","max_rounds":3,"ttl_seconds":60}`, false, codeUndecided, 0},
-		{"a denial that is not an object", `{"allow":true,"deny":[7],"max_rounds":3,"ttl_seconds":60}`, false, "", 3},
+		{"a denial that is not an object", `{"allow":true,"deny":[7],"max_rounds":3,"ttl_seconds":60}`, false, codeUndecided, 3},
+		{"a denial without a code", `{"allow":false,"deny":[{"message":"no"}],"max_rounds":3,"ttl_seconds":60}`, false, codeUndecided, 3},
 	} {
 		env := `{"v":1,"op":"policy.decision"}`
 		if c.doc != "" {
@@ -81,6 +82,14 @@ func TestPolicyRefusal(t *testing.T) {
 			"the policy did not allow this request and gave no reason (policy.undecided)", ""},
 		{"a document that is null: no decision", `{"document":null}`, "the policy gave no decision (policy.undecided)", ""},
 		{"a document that is a list", `{"document":[]}`, "the policy decision is not an object (policy.undecided)", ""},
+		// Found by FuzzCall: a refusal named no reason (message " ()").
+		{"a document whose denial is not an object", `{"document":{"allow":true,"deny":["0"]}}`,
+			"the policy gave a denial that is not an object (policy.undecided)",
+			`{"policy":{"code":"policy.undecided","rule":"","message":"the policy gave a denial that is not an object"},"denials":[{"code":"policy.undecided","rule":"","message":"the policy gave a denial that is not an object"}]}`},
+		{"a document whose denial has no code", `{"document":{"allow":false,"deny":[{"rule":"tools.t","message":"no"}],"max_rounds":3,"ttl_seconds":60}}`,
+			"no (policy.undecided, rule tools.t)", ""},
+		{"a host decision whose denial has no code", `{"allow":false,"denials":[{"key":"k"}]}`,
+			"the policy gave a denial without a code (policy.undecided)", ""},
 	} {
 		// Refused before the form is read: even a broken form gets the
 		// policy's answer.
