@@ -600,8 +600,14 @@ func foldKey(s string) string {
 const hexDigits = "0123456789abcdef"
 
 // appendString appends s as a JSON string. Only the characters RFC 8785
-// requires are escaped, so the output is also canonical.
+// requires are escaped, so the output is also canonical. Bytes that are
+// not UTF-8 (a percent-decoded URL parameter quoted in a message, say)
+// become U+FFFD: whatever the core writes is valid JSON. Strings read by
+// the parser are UTF-8 already and pass unchanged.
 func appendString(dst []byte, s string) []byte {
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
 	dst = append(dst, '"')
 	last := 0
 	for i := 0; i < len(s); i++ {

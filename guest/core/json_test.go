@@ -217,6 +217,8 @@ func TestAppendString(t *testing.T) {
 	for _, c := range [][2]string{
 		{"", `""`}, {"abc", `"abc"`}, {"\"\\", `"\"\\"`}, {"\b\f\n\r\t", `"\b\f\n\r\t"`},
 		{"\x00\x01\x1f", `"\u0000\u0001\u001f"`}, {"\x7f/é\u2028😀", "\"\x7f/é\u2028😀\""},
+		// Not UTF-8: U+FFFD, so the output is still JSON.
+		{"a\x80b", "\"a\uFFFDb\""}, {"\xff\xfe\"", "\"\uFFFD\\\"\""}, {"é\xc3", "\"é\uFFFD\""},
 	} {
 		if got := string(appendString(nil, c[0])); got != c[1] {
 			t.Errorf("%q: got %s, want %s", c[0], got, c[1])
@@ -224,6 +226,20 @@ func TestAppendString(t *testing.T) {
 	}
 	if got := quote(strings.Repeat("é", 40)); !strings.HasSuffix(got, "…\"") || !utf8.ValidString(got) {
 		t.Errorf("quote does not cut long strings on a character boundary: %s", got)
+	}
+}
+
+// Found by FuzzCall: a URL parameter whose name percent-decodes to bytes
+// that are not UTF-8 was quoted as is in lint's finding, and the
+// response was not JSON.
+func TestLintURLParameterNotUTF8(t *testing.T) {
+	g := newConfigured(t, "")
+	out := g.Call([]byte(`{"v":1,"op":"lint","params":{"mode":"url","message":"m","url":"https://a.example/#x%80token&y"}}`))
+	if !utf8.Valid(out) || !json.Valid(out) {
+		t.Fatalf("not JSON: %q", out)
+	}
+	if !bytes.Contains(out, []byte(`mrtr.url.credentials`)) || !bytes.Contains(out, []byte("x\uFFFDtoken")) {
+		t.Errorf("want the credential finding, the name's bad byte as U+FFFD: %s", out)
 	}
 }
 
