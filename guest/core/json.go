@@ -601,13 +601,10 @@ const hexDigits = "0123456789abcdef"
 
 // appendString appends s as a JSON string. Only the characters RFC 8785
 // requires are escaped, so the output is also canonical. Bytes that are
-// not UTF-8 (a percent-decoded URL parameter quoted in a message, say)
-// become U+FFFD: whatever the core writes is valid JSON. Strings read by
-// the parser are UTF-8 already and pass unchanged.
+// not UTF-8 pass as they are: hosts build envelopes with it
+// (AppendJSONString), and the parser must refuse a principal or a
+// requestState that is not UTF-8, never read two of them as one.
 func appendString(dst []byte, s string) []byte {
-	if !utf8.ValidString(s) {
-		s = strings.ToValidUTF8(s, "\uFFFD")
-	}
 	dst = append(dst, '"')
 	last := 0
 	for i := 0; i < len(s); i++ {
@@ -686,7 +683,14 @@ func (p *parser) appendCompact(dst []byte, i int32) []byte {
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
+// quote is s as a JSON string for a message, cut after 64 bytes.
+// Messages quote what decoding may have made (a percent-decoded URL
+// parameter), so bytes that are not UTF-8 become U+FFFD here: a response
+// is always JSON.
 func quote(s string) string {
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
 	if len(s) > 64 {
 		cut := 64
 		for cut > 0 && !utf8.RuneStart(s[cut]) {
