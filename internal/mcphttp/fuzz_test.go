@@ -1,8 +1,10 @@
 package mcphttp
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
+	"reflect"
 	"testing"
 )
 
@@ -64,4 +66,71 @@ func FuzzParseMessage(f *testing.F) {
 		_ = CheckHeaders(h, m, params)
 		_ = CheckMeta(m.Method, m.IsCall(), m.Meta())
 	})
+}
+
+// FuzzParseMessageExact holds the one-pass reader to encoding/json's: a
+// message parseExact takes is the message parseWire reads, field for
+// field, and parseWire takes it too.
+func FuzzParseMessageExact(f *testing.F) {
+	for _, s := range exactSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		tb := bytes.TrimSpace(b)
+		if len(tb) == 0 || tb[0] != '{' {
+			return
+		}
+		got, ok := parseExact(tb)
+		if !ok {
+			return
+		}
+		want, err := parseWire(tb)
+		if err != nil {
+			t.Fatalf("parseExact took what parseWire refuses (%s): %q", err.Message, b)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("parseExact read %+v, parseWire %+v: %q", got, want, b)
+		}
+	})
+}
+
+var exactSeeds = []string{
+	`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"a":1},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`,
+	`{"jsonrpc":"2.0","id":"x","method":"resources/read","params":{"uri":"file:///x","requestState":"s","inputResponses":{"a":{"action":"accept"}}}}`,
+	`{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{"name":null,"requestState":null,"arguments":null,"inputResponses":null,"_meta":null}}`,
+	`{"jsonrpc":"2.0","method":"notifications/cancelled","params":null}`,
+	` {"method":"m\u0065thod\u00e9","jsonrpc":"2.0","id":[1,{"a":2}],"params":{"n\u0061me":"\ud800x","_meta":{"k\u00e9":1,"":[]}}} `,
+	"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"t\xffx\",\"params\":{}}",
+	"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"t\",\"params\":{\"_meta\":{\"a\xff\":1,\"a\xfe\":2}}}",
+	`{"jsonrpc":"2.0","id":1,"method":"t","params":{"_meta":{"a":1,"a":2}}}`,
+	`{"jsonrpc":"2.0","id":1,"method":"t","params":{"name":"t","REQUESTSTATE":"forged"}}`,
+	`{"jsonrpc":"2.0","Id":1,"method":"t"}`,
+	`{"jsonrpc":"\u0032.0","id":1,"method":"t"}`,
+	`{"jsonrpc":"2.0","id":1,"method":"","params":{}}`,
+	`{"jsonrpc":"2.0","id":1,"method":"t","params":{"requestState":5}}`,
+	`{"jsonrpc":"2.0","id":1e400,"method":"t","params":{"arguments":-0.0e-1}}`,
+}
+
+// TestParseExactTakesTheCommonShapes: the one-pass reader takes the
+// messages clients send, so the fast path is the path.
+func TestParseExactTakesTheCommonShapes(t *testing.T) {
+	for _, s := range exactSeeds[:5] {
+		m, ok := parseExact(bytes.TrimSpace([]byte(s)))
+		if !ok {
+			t.Errorf("parseExact did not take %s", s)
+			continue
+		}
+		want, err := parseWire(bytes.TrimSpace([]byte(s)))
+		if err != nil || !reflect.DeepEqual(m, want) {
+			t.Errorf("%s: parseExact %+v, parseWire %+v (%v)", s, m, want, err)
+		}
+	}
+	// What it leaves to encoding/json: bytes that are not UTF-8 as
+	// written, a repeated _meta key, a name in another case, a value
+	// of the wrong type, jsonrpc spelt with an escape, an empty method.
+	for _, s := range exactSeeds[5:13] {
+		if _, ok := parseExact([]byte(s)); ok {
+			t.Errorf("parseExact took %q", s)
+		}
+	}
 }

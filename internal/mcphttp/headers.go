@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
@@ -73,6 +74,18 @@ func ParseMessage(body []byte) (*Message, *jsonrpc.Error) {
 		}
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeParseError, Message: "the body is not a JSON-RPC message"}
 	}
+	if m, ok := parseExact(t); ok {
+		return m, nil
+	}
+	return parseWire(t)
+}
+
+// parseWire is ParseMessage through encoding/json, which matches member
+// names in any case: the reading that decides every message parseExact
+// does not take, and so every refusal and its precedence (invalid JSON,
+// then a member of the wrong type, then the request's shape, then the
+// member names).
+func parseWire(t []byte) (*Message, *jsonrpc.Error) {
 	// Decoded as a wire, not through UnmarshalJSON: encoding/json would
 	// check the whole body once more before calling it.
 	var w wire
@@ -92,6 +105,168 @@ func ParseMessage(body []byte) (*Message, *jsonrpc.Error) {
 	m := &Message{}
 	m.set(&w)
 	return m, nil
+}
+
+// parseExact reads a well-formed request in one pass over its members,
+// and says false for anything parseWire might read otherwise or refuse:
+// invalid JSON, a repeated member or names that fold together, a member
+// of the wrong type, a string that is not UTF-8 as written, jsonrpc other
+// than "2.0", no method. What it takes, it reads as parseWire would
+// (FuzzParseMessageExact holds it to that). Values are copied, as
+// encoding/json copies them: a caller may reuse its buffer.
+func parseExact(t []byte) (*Message, bool) {
+	if !json.Valid(t) {
+		return nil, false
+	}
+	ms, err := rawjson.Object(t)
+	if err != nil || !namesApart(ms, messageMembers) {
+		return nil, false
+	}
+	t = bytes.Clone(t) // one copy that every value below slices
+	m := &Message{}
+	for _, mb := range ms {
+		v := t[mb.Start:mb.End]
+		switch string(mb.Key) {
+		case "jsonrpc":
+			if string(v) != `"2.0"` {
+				return nil, false
+			}
+			m.JSONRPC = "2.0"
+		case "id":
+			m.ID = v
+		case "method":
+			s, ok := exactString(v)
+			if !ok || s == "" {
+				return nil, false
+			}
+			m.Method = s
+		case "params":
+			if string(v) != "null" && !parseExactParams(v, &m.p) {
+				return nil, false
+			}
+		}
+	}
+	return m, m.JSONRPC != "" && m.Method != ""
+}
+
+func parseExactParams(v []byte, p *params) bool {
+	if v[0] != '{' {
+		return false
+	}
+	ps, err := rawjson.Object(v)
+	if err != nil || !namesApart(ps, paramsMembers) {
+		return false
+	}
+	for _, mb := range ps {
+		pv := v[mb.Start:mb.End]
+		null := string(pv) == "null"
+		switch string(mb.Key) {
+		case "name", "uri":
+			if null {
+				continue
+			}
+			s, ok := exactString(pv)
+			if !ok {
+				return false
+			}
+			if mb.Key[0] == 'n' {
+				p.Name = s
+			} else {
+				p.URI = s
+			}
+		case "arguments":
+			p.Arguments = pv
+		case "inputResponses":
+			p.InputResponses = pv
+		case "requestState":
+			if null {
+				continue
+			}
+			s, ok := exactString(pv)
+			if !ok {
+				return false
+			}
+			p.RequestState = &s
+		case "_meta":
+			if null {
+				continue
+			}
+			if pv[0] != '{' {
+				return false
+			}
+			meta, err := rawjson.Object(pv)
+			if err != nil {
+				return false // a repeated key: encoding/json keeps the last
+			}
+			p.Meta = make(map[string]json.RawMessage, len(meta))
+			for _, e := range meta {
+				if !utf8.Valid(e.Key) {
+					return false
+				}
+				p.Meta[string(e.Key)] = pv[e.Start:e.End]
+			}
+		}
+	}
+	return true
+}
+
+// namesApart is memberNameError's test without its allocations, for
+// members whose names are ASCII (there, folding is ASCII case): no two
+// names fold together, and none folds to one of names without being it.
+// False also for what it leaves to memberNameError: a name that is not
+// ASCII, or more members than it compares pairwise.
+func namesApart(ms []rawjson.Member, names []string) bool {
+	if len(ms) > 16 {
+		return false
+	}
+	for i, m := range ms {
+		for _, c := range m.Key {
+			if c >= utf8.RuneSelf {
+				return false
+			}
+		}
+		for _, o := range ms[:i] {
+			if asciiFoldEqual(m.Key, o.Key) {
+				return false
+			}
+		}
+		for _, n := range names {
+			if asciiFoldEqual(m.Key, []byte(n)) && string(m.Key) != n {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func asciiFoldEqual(a, b []byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := a[i], b[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}
+
+// exactString decodes a JSON string as encoding/json does; false for
+// another type, or for bytes that are not UTF-8 (encoding/json would
+// replace them).
+func exactString(v []byte) (string, bool) {
+	s, ok := rawjson.String(v)
+	if !ok || !utf8.ValidString(s) {
+		return "", false
+	}
+	return s, true
 }
 
 // The members the checks read, in the message and in its params.
