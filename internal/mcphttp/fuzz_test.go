@@ -77,8 +77,8 @@ func FuzzParseMessageExact(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		tb := bytes.TrimSpace(b)
-		if len(tb) == 0 || tb[0] != '{' {
-			return
+		if len(tb) == 0 || tb[0] != '{' || !json.Valid(tb) {
+			return // ParseMessage refuses these before parseExact
 		}
 		got, ok := parseExact(tb)
 		if !ok {
@@ -131,6 +131,17 @@ func TestParseExactTakesTheCommonShapes(t *testing.T) {
 	for _, s := range exactSeeds[5:13] {
 		if _, ok := parseExact([]byte(s)); ok {
 			t.Errorf("parseExact took %q", s)
+		}
+	}
+}
+
+// TestParseMessageNotValidJSON: an object that is not valid JSON is a
+// parse error, whatever it holds.
+func TestParseMessageNotValidJSON(t *testing.T) {
+	for _, s := range []string{`{"jsonrpc":"2.0","id":1,"method":"t"`, `{"jsonrpc":"2.0","id":1,"method":"t"} x`, `{"a":01}`} {
+		m, err := ParseMessage([]byte(s))
+		if m != nil || err == nil || err.Code != -32700 || err.Message != "the body is not valid JSON" {
+			t.Errorf("%s: got %+v, %+v", s, m, err)
 		}
 	}
 }

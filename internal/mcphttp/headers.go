@@ -74,6 +74,9 @@ func ParseMessage(body []byte) (*Message, *jsonrpc.Error) {
 		}
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeParseError, Message: "the body is not a JSON-RPC message"}
 	}
+	if !json.Valid(t) {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeParseError, Message: "the body is not valid JSON"}
+	}
 	if m, ok := parseExact(t); ok {
 		return m, nil
 	}
@@ -107,17 +110,14 @@ func parseWire(t []byte) (*Message, *jsonrpc.Error) {
 	return m, nil
 }
 
-// parseExact reads a well-formed request in one pass over its members,
-// and says false for anything parseWire might read otherwise or refuse:
-// invalid JSON, a repeated member or names that fold together, a member
+// parseExact reads a well-formed request, valid JSON, in one pass over
+// its members, and says false for anything parseWire might read
+// otherwise or refuse: a repeated member or names that fold together, a member
 // of the wrong type, a string that is not UTF-8 as written, jsonrpc other
 // than "2.0", no method. What it takes, it reads as parseWire would
 // (FuzzParseMessageExact holds it to that). Values are copied, as
 // encoding/json copies them: a caller may reuse its buffer.
 func parseExact(t []byte) (*Message, bool) {
-	if !json.Valid(t) {
-		return nil, false
-	}
 	ms, err := rawjson.Object(t)
 	if err != nil || !namesApart(ms, messageMembers) {
 		return nil, false
@@ -211,10 +211,10 @@ func parseExactParams(v []byte, p *params) bool {
 }
 
 // namesApart is memberNameError's test without its allocations, for
-// members whose names are ASCII (there, folding is ASCII case): no two
-// names fold together, and none folds to one of names without being it.
-// False also for what it leaves to memberNameError: a name that is not
-// ASCII, or more members than it compares pairwise.
+// members whose names are ASCII (there, bytes.EqualFold is encoding/json's
+// folding): no two names fold together, and none folds to one of names
+// without being it. False also for what it leaves to memberNameError: a
+// name that is not ASCII, or more members than it compares pairwise.
 func namesApart(ms []rawjson.Member, names []string) bool {
 	if len(ms) > 16 {
 		return false
@@ -226,33 +226,14 @@ func namesApart(ms []rawjson.Member, names []string) bool {
 			}
 		}
 		for _, o := range ms[:i] {
-			if asciiFoldEqual(m.Key, o.Key) {
+			if bytes.EqualFold(m.Key, o.Key) {
 				return false
 			}
 		}
 		for _, n := range names {
-			if asciiFoldEqual(m.Key, []byte(n)) && string(m.Key) != n {
+			if len(m.Key) == len(n) && string(m.Key) != n && bytes.EqualFold(m.Key, []byte(n)) {
 				return false
 			}
-		}
-	}
-	return true
-}
-
-func asciiFoldEqual(a, b []byte) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		x, y := a[i], b[i]
-		if 'A' <= x && x <= 'Z' {
-			x += 'a' - 'A'
-		}
-		if 'A' <= y && y <= 'Z' {
-			y += 'a' - 'A'
-		}
-		if x != y {
-			return false
 		}
 	}
 	return true
