@@ -18,6 +18,7 @@ if [ -n "$unformatted" ]; then echo "gofmt would change: $unformatted" >&2; exit
 go vet ./...
 GOOS=wasip1 GOARCH=wasm go vet ./guest/...
 (cd e2e/mcpgo && go vet ./...)
+(cd deploy && go vet ./...)
 
 echo "== guard.wasm"
 scripts/check-wasm.sh
@@ -78,6 +79,9 @@ echo "== mrtr-wasm proxy in front of an unguarded TypeScript server (@modelconte
 
 echo "== mrtr-wasm proxy in front of a Go server on mark3labs/mcp-go v1.2.1 (its own module)"
 (cd e2e/mcpgo && go test -count=1 ./...)
+
+echo "== deploy/: the Kubernetes manifests decoded strictly with the API types, the Containerfile (its own module)"
+(cd deploy && go test -count=1 ./...)
 
 echo "== the connect page in headless Chromium"
 e2e/browser.sh
