@@ -274,7 +274,8 @@ func runProxyServer(ctx context.Context, o *proxyOptions, stdin io.Reader, stdou
 		log.Warn("no --oauth-issuer or --auth-tokens: every caller is the principal \"anonymous\" and nobody can be told apart")
 	}
 	px, err := proxy.New(proxy.Config{Guard: guard, Upstream: up, Version: version(), Auth: authn, PassToken: o.passToken, ForwardPrincipal: o.forwardPrincipal,
-		Logger: log, Telemetry: tel, SessionIdle: o.sessionIdle, MaxSessions: o.maxSessions, MaxStreams: o.maxStreams, ToolsMinTTL: minTTL(o.toolsMinTTL)})
+		Logger: log, Telemetry: tel, SessionIdle: o.sessionIdle, MaxSessions: o.maxSessions, MaxStreams: o.maxStreams, ToolsMinTTL: minTTL(o.toolsMinTTL),
+		Ready: readyChecks(led, pol, log)})
 	if err != nil {
 		return err
 	}
@@ -294,7 +295,7 @@ func runProxyServer(ctx context.Context, o *proxyOptions, stdin io.Reader, stdou
 	if o.stdio {
 		stdio = func() error { return px.ServeStdio(ctx, stdin, stdout) }
 	}
-	return awaitStop(ctx, stdio, httpDone, hs, o.shutdown, log)
+	return awaitStop(ctx, stdio, httpDone, hs, px.Lifecycle(), o.shutdown, log)
 }
 
 // minTTL maps --tools-min-ttl 0 ("none") to the Config's "none".

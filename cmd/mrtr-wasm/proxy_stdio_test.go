@@ -279,14 +279,14 @@ func TestProxyStdioBothSides(t *testing.T) {
 	}
 }
 
-// A child that keeps dying: the restarts stop at the cap and /healthz
-// says unhealthy (503) from then on.
-func TestProxyStdioCrashLoopHealthz(t *testing.T) {
+// A child that keeps dying: the restarts stop at the cap and /readyz
+// says not ready (503) from then on.
+func TestProxyStdioCrashLoopReadyz(t *testing.T) {
 	bin := hostileChild(t)
 	counter := filepath.Join(t.TempDir(), "starts")
 	base, logs := startProxy(t, "--upstream-env", "MRTR_TEST_CHILD=crashafter", "--upstream-env", "MRTR_TEST_COUNTER="+counter, "--", bin)
 	health := func() (int, string) {
-		resp, err := http.Get(base + "/healthz")
+		resp, err := http.Get(base + "/readyz")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -295,7 +295,7 @@ func TestProxyStdioCrashLoopHealthz(t *testing.T) {
 		return resp.StatusCode, string(b)
 	}
 	if code, body := health(); code != http.StatusOK {
-		t.Fatalf("healthz before the crash: %d %s", code, body)
+		t.Fatalf("readyz before the crash: %d %s", code, body)
 	}
 	if r := proxyCall(t, base, "die", `{}`, nil); r.Error == nil {
 		t.Fatalf("die: %+v", r)
@@ -307,7 +307,7 @@ func TestProxyStdioCrashLoopHealthz(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("healthz %d %s\n%s", code, body, logs)
+			t.Fatalf("readyz %d %s\n%s", code, body, logs)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

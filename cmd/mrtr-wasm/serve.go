@@ -24,6 +24,7 @@ import (
 	"github.com/mrtr-wasm/mrtr-wasm/internal/crm"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/identity"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/mcphttp"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/ops"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/server"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/telemetry"
 	"github.com/mrtr-wasm/mrtr-wasm/ledger"
@@ -293,6 +294,7 @@ func runServer(ctx context.Context, o *serveOptions, stdin io.Reader, stdout, st
 		Guard: guard, CRM: store, Auth: authn, PublicURL: publicURL, Logger: log, Version: version(),
 		Telemetry:   tel,
 		SessionIdle: o.sessionIdle, MaxSessions: o.maxSessions, MaxStreams: o.maxStreams,
+		Ready: readyChecks(led, pol, log),
 	}
 	if o.conformance {
 		// The fixtures ask for sampling and roots, which the demo policy
@@ -334,12 +336,36 @@ func runServer(ctx context.Context, o *serveOptions, stdin io.Reader, stdout, st
 	if o.stdio {
 		stdio = func() error { return srv.RunStdio(ctx, stdin, nopWriteCloser{stdout}) }
 	}
-	return awaitStop(ctx, stdio, httpDone, hs, o.shutdown, log)
+	return awaitStop(ctx, stdio, httpDone, hs, srv.Lifecycle(), o.shutdown, log)
+}
+
+// readyChecks are what /readyz asks of the library layer: the ledger
+// answers and the policy evaluates. /readyz shows a state; the log has
+// the error (which may name a host, never a password).
+func readyChecks(led ledger.Ledger, pol *policy.Engine, log *slog.Logger) []ops.Check {
+	return []ops.Check{
+		{Name: "ledger", Probe: func(ctx context.Context) error {
+			if err := led.Ping(ctx); err != nil {
+				log.Warn("not ready: the ledger does not answer", "error", err.Error())
+				return errors.New("unavailable")
+			}
+			return nil
+		}},
+		{Name: "policy", Probe: func(ctx context.Context) error {
+			if _, err := pol.Eval(ctx, policy.AskEntrypoint, []byte(`{}`)); err != nil {
+				log.Warn("not ready: the policy does not evaluate", "error", err.Error())
+				return errors.New("does not evaluate")
+			}
+			return nil
+		}},
+	}
 }
 
 // awaitStop serves until ctx ends, the stdio session ends (when stdio is
-// set) or the HTTP server fails; then it stops the HTTP server.
-func awaitStop(ctx context.Context, stdio func() error, httpDone <-chan error, hs *http.Server, shutdown time.Duration, log *slog.Logger) error {
+// set) or the HTTP server fails. Then it drains (readiness turns false,
+// new requests get a retryable refusal, those in flight finish within
+// shutdown) and stops the HTTP server.
+func awaitStop(ctx context.Context, stdio func() error, httpDone <-chan error, hs *http.Server, lc *ops.Lifecycle, shutdown time.Duration, log *slog.Logger) error {
 	var runErr error
 	if stdio != nil {
 		// A read of stdin does not end with ctx: on SIGTERM with the
@@ -359,7 +385,14 @@ func awaitStop(ctx context.Context, stdio func() error, httpDone <-chan error, h
 		case runErr = <-httpDone:
 		}
 	}
-	stopHTTP(hs, shutdown, log)
+	start := time.Now()
+	dctx, cancel := context.WithTimeout(context.Background(), shutdown)
+	log.Info("draining: not ready, refusing new requests, finishing those in flight", "in_flight", lc.InFlight(), "timeout", shutdown.String())
+	if err := lc.Drain(dctx); err != nil {
+		log.Error("requests still in flight at the end of --shutdown-timeout", "in_flight", lc.InFlight())
+	}
+	cancel()
+	stopHTTP(hs, max(shutdown-time.Since(start), time.Second), log)
 	if errors.Is(runErr, http.ErrServerClosed) {
 		runErr = nil
 	}

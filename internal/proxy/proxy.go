@@ -2,9 +2,9 @@ package proxy
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -21,6 +21,7 @@ import (
 	"github.com/mrtr-wasm/mrtr-wasm/internal/identity"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/legacy"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/mcphttp"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/ops"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/server"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/telemetry"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/upstream"
@@ -71,6 +72,9 @@ type Config struct {
 	PendingTTL time.Duration
 	// Telemetry traces each request, guard step and upstream call (nil: off).
 	Telemetry *telemetry.Telemetry
+	// Ready lists what /readyz checks beside the upstream (the ledger,
+	// the policy).
+	Ready []ops.Check
 }
 
 // Proxy serves MCP downstream and forwards upstream.
@@ -84,6 +88,7 @@ type Proxy struct {
 	upID    string
 	legacy  *legacyFront
 	pending pendingRounds // rounds of a legacy upstream waiting for their retry
+	ops     *ops.Lifecycle
 
 	// the upstream's server/discover, for the proxy's own
 	discovery *scopedCache[json.RawMessage]
@@ -114,6 +119,7 @@ func New(cfg Config) (*Proxy, error) {
 		cfg.ToolsMinTTL = time.Second
 	}
 	p := &Proxy{cfg: cfg, log: cfg.Logger, metrics: server.NewMetrics(cfg.Registry), upID: cfg.Upstream.ID()}
+	p.ops = ops.New(append([]ops.Check{{Name: "upstream", Probe: p.upstreamReady}}, cfg.Ready...)...)
 	p.cfg.Upstream = upstream.Traced(cfg.Upstream, cfg.Telemetry)
 	p.up = &upMetrics{
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -156,10 +162,13 @@ func New(cfg Config) (*Proxy, error) {
 // Metrics returns the shared guard metrics.
 func (p *Proxy) Metrics() *server.Metrics { return p.metrics }
 
-// Handler serves /mcp, /healthz and /metrics.
+// Lifecycle is the proxy's readiness and drain (Drain on SIGTERM).
+func (p *Proxy) Lifecycle() *ops.Lifecycle { return p.ops }
+
+// Handler serves /mcp, /healthz, /readyz and /metrics.
 func (p *Proxy) Handler() http.Handler { return p.handler(true) }
 
-// OpsHandler serves /healthz and /metrics, not /mcp: beside ServeStdio,
+// OpsHandler serves /healthz, /readyz and /metrics, not /mcp: beside ServeStdio,
 // whose one client is the local user, an MCP endpoint on the listener
 // would let any local process drive the upstream as that user.
 func (p *Proxy) OpsHandler() http.Handler { return p.handler(false) }
@@ -178,26 +187,24 @@ func (p *Proxy) handler(withMCP bool) http.Handler {
 			mcpHandler = p.cfg.Auth.Middleware(mcpHandler)
 			p.cfg.Auth.RegisterMetadata(mux, "/mcp")
 		}
-		mux.Handle("/mcp", mcpHandler)
+		mux.Handle("/mcp", p.ops.Guard(mcpHandler))
 	}
-	mux.HandleFunc("GET /healthz", p.healthz)
+	mux.HandleFunc("GET /healthz", p.ops.Healthz)
+	mux.HandleFunc("GET /readyz", p.ops.Readyz)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(p.cfg.Registry, promhttp.HandlerOpts{}))
 	return mux
 }
 
-func (p *Proxy) healthz(w http.ResponseWriter, _ *http.Request) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
+// upstreamReady says why the upstream cannot take calls (its error code:
+// a stdio child that keeps crashing, an HTTP upstream that refused).
+func (p *Proxy) upstreamReady(context.Context) error {
 	if err := p.cfg.Upstream.Health(); err != nil {
-		code := "unavailable"
 		if e, ok := upstream.AsError(err); ok {
-			code = e.Code
+			return errors.New(e.Code)
 		}
-		w.WriteHeader(http.StatusServiceUnavailable)
-		fmt.Fprintf(w, "{\"status\":\"unavailable\",\"upstream\":%q}\n", code)
-		return
+		return errors.New("unavailable")
 	}
-	fmt.Fprintln(w, `{"status":"ok"}`)
+	return nil
 }
 
 func (p *Proxy) serveMCP(w http.ResponseWriter, r *http.Request) {

@@ -267,7 +267,9 @@ func TestHostileUpstreams(t *testing.T) {
 	}
 }
 
-func TestHealthzReportsTheUpstream(t *testing.T) {
+// /readyz reports the upstream; /healthz says only that the process
+// lives, so an orchestrator does not restart a proxy for its upstream.
+func TestReadyzReportsTheUpstream(t *testing.T) {
 	g := newGuard(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -277,23 +279,29 @@ func TestHealthzReportsTheUpstream(t *testing.T) {
 	ln.Close() // nothing listens: connection refused
 	u := httpUpstream(t, "http://"+addr+"/mcp")
 	base, _ := newProxy(t, g, u)
-	health := func() int {
-		r, err := http.Get(base + "/healthz")
+	get := func(path string) int {
+		r, err := http.Get(base + path)
 		if err != nil {
 			t.Fatal(err)
 		}
 		r.Body.Close()
 		return r.StatusCode
 	}
+	health := func() int {
+		if h := get("/healthz"); h != 200 {
+			t.Fatalf("healthz: %d, want 200 whatever the upstream does", h)
+		}
+		return get("/readyz")
+	}
 	if h := health(); h != 200 {
-		t.Fatalf("healthz before any call: %d", h)
+		t.Fatalf("readyz before any call: %d", h)
 	}
 	m, _ := callTool(t, base, "t", `{}`, "")
 	if m.Error == nil || !strings.Contains(string(m.Data()), upstream.CodeUnavailable) {
 		t.Fatalf("refused connection: %+v", m)
 	}
 	if h := health(); h != http.StatusServiceUnavailable {
-		t.Fatalf("healthz after a refused connection: %d, want 503", h)
+		t.Fatalf("readyz after a refused connection: %d, want 503", h)
 	}
 	ln, err = net.Listen("tcp", addr)
 	if err != nil {
@@ -309,7 +317,7 @@ func TestHealthzReportsTheUpstream(t *testing.T) {
 		t.Fatalf("upstream back: %+v", m)
 	}
 	if h := health(); h != 200 {
-		t.Fatalf("healthz once the upstream answers: %d", h)
+		t.Fatalf("readyz once the upstream answers: %d", h)
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/mrtr-wasm/mrtr-wasm/internal/identity"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/legacy"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/mcphttp"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/ops"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/telemetry"
 )
 
@@ -79,6 +80,9 @@ type Config struct {
 	// MaxStreams caps the subscriptions/listen streams open at once
 	// (default 1024), 16 of them per principal; beyond, HTTP 503.
 	MaxStreams int
+	// Ready lists what /readyz checks beside the CRM (the ledger, the
+	// policy).
+	Ready []ops.Check
 }
 
 // Server is the MCP server plus its HTTP surface.
@@ -90,6 +94,7 @@ type Server struct {
 	log     *slog.Logger
 	guard   Guard
 	streams mcphttp.Streams
+	ops     *ops.Lifecycle
 }
 
 // New builds the server and registers the demo tools.
@@ -116,7 +121,8 @@ func New(cfg Config) (*Server, error) {
 		cfg.MaxSessions = DefaultMaxSessions
 	}
 	m := NewMetrics(cfg.Registry)
-	s := &Server{cfg: cfg, metrics: m, log: cfg.Logger, streams: mcphttp.Streams{Max: cfg.MaxStreams}}
+	s := &Server{cfg: cfg, metrics: m, log: cfg.Logger, streams: mcphttp.Streams{Max: cfg.MaxStreams},
+		ops: ops.New(append([]ops.Check{{Name: "crm", Probe: cfg.CRM.Ping}}, cfg.Ready...)...)}
 	s.guard = Instrument(TraceGuard(cfg.Guard, cfg.Telemetry), m)
 	impl := &mcp.Implementation{Name: "mrtr-wasm", Title: "mrtr-wasm demo CRM", Version: cfg.Version}
 	const instructions = "A demo CRM. book_demo_call books a demo call (it asks for a name, a work email and a slot); list_bookings lists your bookings; connect_calendar connects an outside calendar through a page of this server."
@@ -166,10 +172,13 @@ func (s *Server) addTool(t *mcp.Tool, h mcp.ToolHandler) {
 // Metrics returns the server's metrics.
 func (s *Server) Metrics() *Metrics { return s.metrics }
 
-// Handler serves /mcp, /connect/, /healthz and /metrics.
+// Lifecycle is the server's readiness and drain (Drain on SIGTERM).
+func (s *Server) Lifecycle() *ops.Lifecycle { return s.ops }
+
+// Handler serves /mcp, /connect/, /healthz, /readyz and /metrics.
 func (s *Server) Handler() http.Handler { return s.handler(true) }
 
-// OpsHandler serves /connect/, /healthz and /metrics, not /mcp: beside
+// OpsHandler serves /connect/, /healthz, /readyz and /metrics, not /mcp: beside
 // RunStdio, whose one client is the local user, an MCP endpoint on the
 // listener would let any local process act as that user.
 func (s *Server) OpsHandler() http.Handler { return s.handler(false) }
@@ -199,25 +208,13 @@ func (s *Server) handler(withMCP bool) http.Handler {
 		}
 	}
 	if withMCP {
-		mux.Handle("/mcp", mcpHandler)
+		mux.Handle("/mcp", s.ops.Guard(mcpHandler))
 	}
 	mux.Handle("/connect/", s.connectHandler())
-	mux.HandleFunc("GET /healthz", s.healthz)
+	mux.HandleFunc("GET /healthz", s.ops.Healthz)
+	mux.HandleFunc("GET /readyz", s.ops.Readyz)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.cfg.Registry, promhttp.HandlerOpts{}))
 	return mux
-}
-
-func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-	defer cancel()
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	if err := s.cfg.CRM.Ping(ctx); err != nil {
-		w.WriteHeader(http.StatusServiceUnavailable)
-		fmt.Fprintln(w, `{"status":"unavailable","crm":"down"}`)
-		return
-	}
-	fmt.Fprintln(w, `{"status":"ok"}`)
 }
 
 // PrincipalOf returns the authenticated principal of a request: the
