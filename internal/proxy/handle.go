@@ -46,6 +46,9 @@ func (p *Proxy) Handle(ctx context.Context, m *mcphttp.Message, body []byte, h h
 			Message: "mrtr-wasm proxy does not carry the tasks extension (" + m.Method + "): a task's input rounds would go around the guard; call the tool without a task"}))
 		return
 	}
+	if canAsk(m.Method) {
+		ctx = p.withTargetLabel(ctx, m, h, principal)
+	}
 	if canAsk(m.Method) && m.IsRetry() {
 		p.resume(ctx, m, body, h, principal, s)
 		return
@@ -196,7 +199,7 @@ func (p *Proxy) sealRound(ctx context.Context, m *mcphttp.Message, body []byte, 
 	if err != nil {
 		return nil, p.refusedAsk(m, err)
 	}
-	p.metrics.Asks.WithLabelValues(m.Target()).Inc()
+	p.metrics.Asks.WithLabelValues(targetLabel(ctx)).Inc()
 	p.up.rounds.WithLabelValues("sealed").Inc()
 	return round, nil
 }
@@ -278,21 +281,21 @@ func (p *Proxy) resume(ctx context.Context, m *mcphttp.Message, body []byte, h h
 			if reason == "" {
 				reason = "unknown"
 			}
-			p.metrics.Rejected.WithLabelValues(reason).Inc()
+			p.metrics.Rejected.WithLabelValues(labelValue(reason)).Inc()
 		}
 		p.up.rounds.WithLabelValues("rejected").Inc()
-		p.metrics.Outcomes.WithLabelValues(m.Target(), "rejected").Inc()
+		p.metrics.Outcomes.WithLabelValues(targetLabel(ctx), "rejected").Inc()
 		p.log.Info("retry refused", "target", m.Target(), "code", e.Code, "reason", e.Reason)
 		s.Final(rpcError(m.ID, &jsonrpc.Error{Code: int64(e.JSONRPCCode()), Message: e.Message, Data: e.Data}))
 		return
 	}
 	if out.Status == host.InputRequired {
 		p.up.rounds.WithLabelValues("reasked").Inc()
-		p.metrics.Outcomes.WithLabelValues(m.Target(), "input_required").Inc()
+		p.metrics.Outcomes.WithLabelValues(targetLabel(ctx), "input_required").Inc()
 		s.Final(rpcResult(m.ID, out.InputRequired))
 		return
 	}
-	p.metrics.Outcomes.WithLabelValues(m.Target(), string(out.Status)).Inc()
+	p.metrics.Outcomes.WithLabelValues(targetLabel(ctx), labelValue(string(out.Status))).Inc()
 	octx, ospan := p.cfg.Telemetry.StartStep(ctx, "guard once")
 	res, replay, err := p.cfg.Guard.OnceForward(octx, out, func(ectx context.Context) ([]byte, error) {
 		p.up.rounds.WithLabelValues("forwarded").Inc()
@@ -329,17 +332,17 @@ func (p *Proxy) resume(ctx context.Context, m *mcphttp.Message, body []byte, h h
 	switch {
 	case err == nil && replay:
 		p.up.rounds.WithLabelValues("replayed").Inc()
-		p.metrics.Effects.WithLabelValues(m.Target(), "replay").Inc()
+		p.metrics.Effects.WithLabelValues(targetLabel(ctx), "replay").Inc()
 		s.Final(withID(res, m.ID))
 	case err == nil:
-		p.metrics.Effects.WithLabelValues(m.Target(), "run").Inc()
+		p.metrics.Effects.WithLabelValues(targetLabel(ctx), "run").Inc()
 		s.Final(res)
 	case res != nil:
 		// Forwarded, but the ledger did not record it: answer with it.
 		p.log.Error("forwarded round not recorded in the ledger", "target", m.Target(), "error", err.Error())
 		s.Final(res)
 	default:
-		p.metrics.Effects.WithLabelValues(m.Target(), "error").Inc()
+		p.metrics.Effects.WithLabelValues(targetLabel(ctx), "error").Inc()
 		if _, ok := upstream.AsError(err); ok {
 			s.Final(p.upstreamError(m, err))
 			return

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mrtr-wasm/mrtr-wasm/internal/mcphttp"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/rawjson"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/upstream"
 )
 
@@ -21,10 +22,12 @@ var xMCPHeader = []byte(`"x-mcp-header"`)
 
 // toolList is the upstream's tools/list as one principal may see it: the
 // x-mcp-header annotations for the Mcp-Param-* header checks, and the
-// definitions for legacy sessions.
+// definitions for legacy sessions, and the names listed: the only tool
+// names that become metric labels (labels.go).
 type toolList struct {
 	params map[string][]mcphttp.ParamHeader
 	tools  []json.RawMessage
+	names  map[string]bool
 }
 
 // toolList returns the upstream's tools for principal, cached as the
@@ -34,8 +37,9 @@ func (p *Proxy) toolList(ctx context.Context, h http.Header, principal string) *
 	return p.tools.get(ctx, cacheKey(principal, h), func(ctx context.Context) (toolList, cacheHint, error) {
 		l, hint, err := p.fetchTools(ctx, h, principal)
 		if err != nil {
-			// Without the list, Mcp-Param-* headers go unchecked here (the
-			// upstream still sees them) until failBackoff has passed.
+			// Without the list no Mcp-Param-* header is declared, so none
+			// reaches the upstream (declaredParamsOnly) until failBackoff
+			// has passed.
 			p.log.Warn("could not read the upstream's tools/list", "error", errText(err))
 		}
 		return l, hint, err
@@ -66,7 +70,7 @@ func fetchHeaders(h http.Header, method string) http.Header {
 
 // fetchTools reads every page of the upstream's tools/list as principal.
 func (p *Proxy) fetchTools(ctx context.Context, h http.Header, principal string) (toolList, cacheHint, error) {
-	out := toolList{params: map[string][]mcphttp.ParamHeader{}}
+	out := toolList{params: map[string][]mcphttp.ParamHeader{}, names: map[string]bool{}}
 	ctx = upstream.WithPrincipal(ctx, principal)
 	h = fetchHeaders(h, "tools/list")
 	var hint cacheHint
@@ -101,6 +105,11 @@ func (p *Proxy) fetchTools(ctx context.Context, h http.Header, principal string)
 		}
 		for _, raw := range r.Result.Tools {
 			out.tools = append(out.tools, raw)
+			if v, ok := rawjson.Get(raw, "name"); ok {
+				if name, ok := rawjson.String(v); ok {
+					out.names[name] = true
+				}
+			}
 			if !bytes.Contains(raw, xMCPHeader) {
 				// Most tools mirror nothing: their schemas are not walked
 				// (with ttlMs 0 this runs for every tools/call).
