@@ -240,6 +240,7 @@ func (p *Proxy) serveMCP(w http.ResponseWriter, r *http.Request) {
 		mcphttp.WriteRPCError(w, http.StatusBadRequest, m.ID, jerr)
 		return
 	}
+	declaredParamsOnly(h, params)
 	if m.Method == "subscriptions/listen" && m.IsCall() {
 		release, ok := p.streams.Acquire(principal)
 		if !ok {
@@ -283,6 +284,28 @@ func (p *Proxy) upstreamHeaders(in http.Header, principal string) http.Header {
 		h.Set(p.cfg.ForwardPrincipal, encodeHeader(principal))
 	}
 	return h
+}
+
+// declaredParamsOnly drops from h every Mcp-Param-* header that params
+// (the tool's x-mcp-header annotations, which CheckHeaders compared with
+// the arguments) does not declare: only checked headers reach the
+// upstream, and none on a method other than tools/call.
+func declaredParamsOnly(h http.Header, params []mcphttp.ParamHeader) {
+	for k := range h {
+		if !strings.HasPrefix(k, "Mcp-Param-") {
+			continue
+		}
+		declared := false
+		for _, ph := range params {
+			if http.CanonicalHeaderKey("Mcp-Param-"+ph.Header) == k {
+				declared = true
+				break
+			}
+		}
+		if !declared {
+			delete(h, k)
+		}
+	}
 }
 
 // encodeHeader puts a value that is not printable ASCII, or that HTTP
