@@ -62,6 +62,7 @@ type proxyOptions struct {
 	childIdle        time.Duration
 	toolsMinTTL      time.Duration
 	upstreamRoots    bool
+	upstreamStderr   string
 }
 
 func parseProxy(args []string, stderr io.Writer) (*proxyOptions, error) {
@@ -89,6 +90,7 @@ func parseProxy(args []string, stderr io.Writer) (*proxyOptions, error) {
 	fs.BoolVar(&o.upstreamRoots, "upstream-roots", false, "declare roots to an upstream of the 2025 era, so that it may ask a client's roots/list during a call (off: a server may take the roots as the directories it works in, and clients would choose them)")
 	fs.Var(&o.upstreamEnv, "upstream-env", "NAME=VALUE for a stdio child's environment (repeatable; the child gets a clean environment)")
 	fs.Var(&o.upstreamEnvPass, "upstream-env-pass", "NAME of the proxy's environment passed to a stdio child (repeatable)")
+	fs.StringVar(&o.upstreamStderr, "upstream-stderr", upstream.StderrLog, "what the log gets of a stdio child's stderr: log (each line, control characters escaped), size (each line's length only: a child that prints its requests would log users' answers) or drop")
 	rest, err := parseFlags(fs, args)
 	if err != nil {
 		return nil, err
@@ -107,6 +109,9 @@ func parseProxy(args []string, stderr io.Writer) (*proxyOptions, error) {
 		return nil, errors.New("--upstream-timeout and --child-idle must be positive")
 	case o.maxChildren <= 0, o.upstreamMaxBody <= 0:
 		return nil, errors.New("--max-children and --upstream-max-body must be positive")
+	}
+	if err := upstream.CheckStderrMode(o.upstreamStderr); err != nil {
+		return nil, err
 	}
 	if err := o.checkBounds(); err != nil {
 		return nil, err

@@ -20,6 +20,6 @@ func openStdioUpstream(ctx context.Context, o *proxyOptions, log *slog.Logger) (
 	return upstream.NewPerPrincipal(ctx, upstream.StdioConfig{
 		Command: o.command[0], Args: o.command[1:], Env: env, Logger: log, Version: version(),
 		StartTimeout: o.upstreamTimeout, CallTimeout: o.upstreamTimeout, MaxMessage: int(min(o.upstreamMaxBody, 64<<20)),
-		Roots: o.upstreamRoots,
+		Roots: o.upstreamRoots, Stderr: o.upstreamStderr,
 	}, o.maxChildren, o.childIdle)
 }

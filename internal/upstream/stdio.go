@@ -62,6 +62,9 @@ type StdioConfig struct {
 	// reach the log; the others are counted. Defaults 20, 200.
 	StderrRate  float64
 	StderrBurst int
+	// Stderr is what the log gets of the child's stderr: StderrLog (each
+	// line, escaped; the default), StderrSize or StderrDrop.
+	Stderr string
 	// ShutdownGrace is how long Close waits after closing the child's stdin
 	// and again after SIGTERM, before SIGKILL. Default 2 s.
 	ShutdownGrace time.Duration
@@ -202,6 +205,9 @@ func NewStdio(ctx context.Context, cfg StdioConfig) (*Stdio, error) {
 	}
 	if cfg.StderrBurst <= 0 {
 		cfg.StderrBurst = 200
+	}
+	if err := CheckStderrMode(cfg.Stderr); err != nil {
+		return nil, err
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -876,7 +882,7 @@ func (s *Stdio) readStdout(c *child, r *os.File) {
 func (s *Stdio) logGarbage(c *child, line []byte, err error) {
 	attrs := []any{"pid", c.pid, "bytes", len(line), "error", err.Error()}
 	if t := bytes.TrimSpace(line); len(t) > 0 && t[0] != '{' && t[0] != '[' {
-		attrs = append(attrs, "start", string(t[:min(len(t), 80)]))
+		attrs = append(attrs, "start", escapeLog(t[:min(len(t), 80)]))
 	}
 	s.log.Warn("upstream wrote a line to stdout that is not JSON-RPC (stdio servers must log to stderr)", attrs...)
 }
@@ -1151,7 +1157,14 @@ func (s *Stdio) readStderr(c *child, r *os.File) {
 			s.log.Warn("upstream stderr lines dropped (rate limit)", "pid", c.pid, "dropped", dropped)
 			dropped = 0
 		}
-		text := strings.ToValidUTF8(string(line), "\uFFFD")
+		if s.cfg.Stderr == StderrDrop {
+			continue
+		}
+		if s.cfg.Stderr == StderrSize {
+			s.log.Info("upstream stderr", "pid", c.pid, "bytes", len(line), "cut", long)
+			continue
+		}
+		text := escapeLog(line)
 		if long {
 			text += "… (cut)"
 		}

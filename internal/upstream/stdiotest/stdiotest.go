@@ -8,6 +8,7 @@ package stdiotest
 
 import (
 	"bufio"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -298,6 +299,12 @@ func (c *childServer) tool(m rpc, name string, args, meta map[string]any) {
 		n, _ := args["lines"].(float64)
 		for i := range int(n) {
 			fmt.Fprintf(os.Stderr, "line %d of the child's log\n", i)
+		}
+		// raw: bytes (base64) written as they are, control characters
+		// and all.
+		if raw, ok := args["raw"].(string); ok {
+			b, _ := base64.StdEncoding.DecodeString(raw)
+			os.Stderr.Write(b)
 		}
 		c.result(m.ID, text("logged"))
 	case "spawn":
