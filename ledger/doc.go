@@ -34,7 +34,9 @@
 //		import _ "github.com/mrtr-wasm/mrtr-wasm/ledger/redis"  // redis://; or redis.New(client)
 //
 //	  - "memory:" (the default): this process only, bounded in entries
-//	    (WithMaxEntries; a full ledger refuses new claims) and in time.
+//	    (WithMaxEntries, memory:?max=N), in bytes (WithMaxBytes,
+//	    memory:?max_bytes=N, default 256 MiB; a full ledger refuses new
+//	    claims) and in time.
 //	    Lost on restart; right for one instance, tests and development.
 //	  - "sqlite:/path/file.db" (or "file:"): one file for the processes of
 //	    one machine, through the pure-Go modernc.org/sqlite. WAL with

@@ -106,6 +106,10 @@ var (
 	// ErrFull: the memory ledger holds its maximum of live entries. It
 	// refuses new claims rather than forget finished ones.
 	ErrFull = errors.New("ledger: full: too many live operations")
+	// ErrFullBytes: the memory ledger's byte budget (WithMaxBytes) is
+	// taken by live entries. errors.Is(ErrFullBytes, ErrFull) holds: the
+	// same refusal, retryable once entries expire.
+	ErrFullBytes error = fullBytes{}
 	// ErrClosed: the ledger was closed.
 	ErrClosed = errors.New("ledger: closed")
 	// ErrBadOperation: an empty or oversized operation id or token.
@@ -122,11 +126,20 @@ type Options struct {
 	Prefix string
 	// MaxEntries bounds the memory ledger's live entries.
 	MaxEntries int
+	// MaxBytes bounds the bytes of the memory ledger's live entries.
+	MaxBytes int64
 }
+
+type fullBytes struct{}
+
+func (fullBytes) Error() string {
+	return "ledger: full: the byte budget is taken by live operations' results"
+}
+func (fullBytes) Is(target error) bool { return target == ErrFull }
 
 // ApplyOptions returns the defaults with opts applied.
 func ApplyOptions(opts ...Option) Options {
-	o := Options{Prefix: defaultPrefix, MaxEntries: defaultMaxEntries}
+	o := Options{Prefix: defaultPrefix, MaxEntries: defaultMaxEntries, MaxBytes: defaultMaxBytes}
 	for _, f := range opts {
 		f(&o)
 	}
@@ -142,9 +155,20 @@ func WithPrefix(p string) Option { return func(o *Options) { o.Prefix = p } }
 // safer than forgetting a finished operation.
 func WithMaxEntries(n int) Option { return func(o *Options) { o.MaxEntries = n } }
 
+// WithMaxBytes bounds the bytes the memory ledger keeps in live entries
+// (default 256 MiB): each entry's stored result, operation id and token,
+// plus entryOverhead for the entry itself. A claim that would go over it
+// is refused (ErrFullBytes) once expired entries are dropped: a live one
+// is never forgotten, since forgetting it would run its effect again. A
+// Finish always records (the effect has run), so the ledger may go over
+// by the results of the claims in flight, which their requests hold in
+// memory already.
+func WithMaxBytes(n int64) Option { return func(o *Options) { o.MaxBytes = n } }
+
 const (
 	defaultPrefix     = "mrtr:op:"
 	defaultMaxEntries = 1 << 20
+	defaultMaxBytes   = 256 << 20
 )
 
 // Opener opens a ledger from a whole setting ("redis://…").
@@ -175,7 +199,8 @@ var backendPackage = map[string]string{"sqlite": "sqlite", "file": "sqlite", "re
 
 // Open opens the ledger a URL-like setting names:
 //
-//	memory:                       in this process (default for ""); memory:?max=N bounds it
+//	memory:                       in this process (default for ""); memory:?max=N bounds its
+//	                              entries, memory:?max_bytes=N its bytes
 //	sqlite:/var/lib/mrtr/ledger.db  an embedded SQLite file (also file:…), created on first use
 //	redis://host:6379/0           Redis, for several instances (rediss:// for TLS;
 //	                              ?prefix=… sets the key prefix)
@@ -210,15 +235,24 @@ func openMemory(rest string, o Options) (Ledger, error) {
 			return nil, errors.New("ledger: bad memory: options")
 		}
 		for k := range v {
-			if k != "max" {
+			if k != "max" && k != "max_bytes" {
 				return nil, fmt.Errorf("ledger: unknown memory: option %q", k)
 			}
 		}
-		n, err := strconv.Atoi(v.Get("max"))
-		if err != nil || n < 1 {
-			return nil, errors.New("ledger: memory:?max= wants a positive integer")
+		if v.Has("max") {
+			n, err := strconv.Atoi(v.Get("max"))
+			if err != nil || n < 1 {
+				return nil, errors.New("ledger: memory:?max= wants a positive integer")
+			}
+			o.MaxEntries = n
 		}
-		o.MaxEntries = n
+		if v.Has("max_bytes") {
+			n, err := strconv.ParseInt(v.Get("max_bytes"), 10, 64)
+			if err != nil || n < 1 {
+				return nil, errors.New("ledger: memory:?max_bytes= wants a positive integer (bytes)")
+			}
+			o.MaxBytes = n
+		}
 	} else if rest != "" {
 		return nil, errors.New("ledger: memory: takes no path")
 	}

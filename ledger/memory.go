@@ -12,12 +12,14 @@ import (
 // of expiry times so expired entries go without scanning the map. Times
 // are nanoseconds on the monotonic clock since the ledger was made.
 type memory struct {
-	mu      sync.Mutex
-	max     int
-	base    time.Time
-	entries map[string]*memEntry
-	exp     expHeap
-	closed  bool
+	mu       sync.Mutex
+	max      int
+	maxBytes int64
+	bytes    int64 // cost of the entries in the map
+	base     time.Time
+	entries  map[string]*memEntry
+	exp      expHeap
+	closed   bool
 }
 
 type memEntry struct {
@@ -30,11 +32,23 @@ type memEntry struct {
 	sched   int64 // when its earliest heap item is due
 }
 
+// entryOverhead is what an entry costs besides its strings and result:
+// the struct, its map slot and heap item, roughly.
+const entryOverhead = 160
+
+// cost is what e counts against the byte budget.
+func (e *memEntry) cost() int64 {
+	return int64(len(e.op)+len(e.token)+len(e.result)) + entryOverhead
+}
+
 func newMemory(o Options) *memory {
 	if o.MaxEntries < 1 {
 		o.MaxEntries = defaultMaxEntries
 	}
-	return &memory{max: o.MaxEntries, base: time.Now(), entries: make(map[string]*memEntry)}
+	if o.MaxBytes < 1 {
+		o.MaxBytes = defaultMaxBytes
+	}
+	return &memory{max: o.MaxEntries, maxBytes: o.MaxBytes, base: time.Now(), entries: make(map[string]*memEntry)}
 }
 
 func (m *memory) now() int64 { return int64(time.Since(m.base)) }
@@ -51,7 +65,11 @@ func (m *memory) live(op string, now int64) *memEntry {
 // add stores a new entry and schedules its expiry; callers hold mu. An
 // entry has one heap item; a later expiry (Finish) moves it lazily.
 func (m *memory) add(e *memEntry) {
+	if old := m.entries[e.op]; old != nil {
+		m.bytes -= old.cost()
+	}
 	m.entries[e.op] = e
+	m.bytes += e.cost()
 	m.schedule(e)
 	if len(m.exp) > 2*len(m.entries)+1024 {
 		// Released entries leave their items behind until they are due;
@@ -63,6 +81,12 @@ func (m *memory) add(e *memEntry) {
 		}
 		m.exp.init()
 	}
+}
+
+// remove drops e from the map; callers hold mu.
+func (m *memory) remove(e *memEntry) {
+	delete(m.entries, e.op)
+	m.bytes -= e.cost()
 }
 
 func (m *memory) schedule(e *memEntry) {
@@ -79,7 +103,7 @@ func (m *memory) sweep(now int64) {
 		switch {
 		case m.entries[e.op] != e:
 		case now >= e.expires:
-			delete(m.entries, e.op)
+			m.remove(e)
 		case it.at == e.sched:
 			m.schedule(e) // it expires later now: move its item
 		}
@@ -113,7 +137,12 @@ func (m *memory) Claim(ctx context.Context, op string, fp Fingerprint, lease tim
 	if _, ok := m.entries[op]; !ok && len(m.entries) >= m.max {
 		return Claim{}, ErrFull
 	}
-	m.add(&memEntry{op: op, token: token, fp: fp, expires: now + int64(lease)})
+	e := &memEntry{op: op, token: token, fp: fp, expires: now + int64(lease)}
+	if m.bytes+e.cost() > m.maxBytes {
+		// Expired entries went in sweep; the rest are live.
+		return Claim{}, ErrFullBytes
+	}
+	m.add(e)
 	return Claim{Status: Acquired, Token: token}, nil
 }
 
@@ -132,7 +161,11 @@ func (m *memory) Finish(ctx context.Context, op, token string, fp Fingerprint, r
 		return ErrLost
 	}
 	if e != nil {
+		// Recorded even over the byte budget: the effect has run, and
+		// forgetting it would run it again (Claim refuses instead).
+		m.bytes -= e.cost()
 		e.done, e.fp, e.result, e.expires = true, fp, opcheck.Clone(result), now+int64(ttl)
+		m.bytes += e.cost()
 		if e.expires < e.sched {
 			m.schedule(e) // sooner than its item: add one (the old is dropped)
 		}
@@ -168,7 +201,7 @@ func (m *memory) Release(ctx context.Context, op, token string) error {
 		return ErrClosed
 	}
 	if e := m.entries[op]; e != nil && !e.done && e.token == token {
-		delete(m.entries, op)
+		m.remove(e)
 	}
 	return nil
 }
@@ -209,6 +242,7 @@ func (m *memory) Close() error {
 	defer m.mu.Unlock()
 	m.closed = true
 	m.entries = nil
+	m.bytes = 0
 	m.exp = nil
 	return nil
 }

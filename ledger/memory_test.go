@@ -86,3 +86,46 @@ func TestMemoryReschedules(t *testing.T) {
 		}
 	})
 }
+
+// TestMemoryByteBudget: claims that would go over the byte budget are
+// refused with ErrFullBytes (an ErrFull) rather than forget a live entry;
+// a Finish over it still records (the effect ran); entries that expire
+// free their bytes, and a pending claim is never dropped for room.
+func TestMemoryByteBudget(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		m := newMemory(ApplyOptions(WithMaxBytes(10_000)))
+		fp := Fingerprint(sha256.Sum256([]byte("a")))
+		big := make([]byte, 4000)
+		pending := claimOK(t, m, "pending", fp, time.Hour)
+		for i := range 3 {
+			op := "op-" + strconv.Itoa(i)
+			c := claimOK(t, m, op, fp, time.Minute)
+			if err := m.Finish(ctx, op, c.Token, fp, big, 200*time.Millisecond); err != nil {
+				t.Fatalf("Finish %s: %v", op, err)
+			}
+		}
+		if m.bytes <= m.maxBytes {
+			t.Fatalf("%d bytes after three 4000-byte results, want over the budget of %d", m.bytes, m.maxBytes)
+		}
+		_, err := m.Claim(ctx, "op-new", fp, time.Minute)
+		if !errors.Is(err, ErrFullBytes) || !errors.Is(err, ErrFull) {
+			t.Fatalf("claim over the byte budget: %v, want ErrFullBytes", err)
+		}
+		if e, _ := m.Get(ctx, "op-2"); e.State != Done || len(e.Result) != len(big) {
+			t.Fatalf("the result recorded over the budget: %v, %d bytes", e.State, len(e.Result))
+		}
+		time.Sleep(200 * time.Millisecond)
+		claimOK(t, m, "op-new", fp, time.Minute)
+		if e, _ := m.Get(ctx, "pending"); e.State != Pending {
+			t.Fatalf("the live claim went: %v", e.State)
+		}
+		if err := m.Release(ctx, "pending", pending.Token); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Minute)
+		if m.len() != 0 || m.bytes != 0 {
+			t.Fatalf("%d entries and %d bytes once every entry expired", m.len(), m.bytes)
+		}
+	})
+}
