@@ -210,14 +210,20 @@ export interface Ledger {
 
 export class LedgerLostError extends Error {}
 
-/** The in-process ledger, bounded in entries (default 100000) and time. */
+/**
+ * The in-process ledger, bounded in entries (default 100000), in bytes of
+ * stored results, operation ids and tokens (maxBytes, default 64 MiB) and
+ * time. Full, it refuses new claims ("ledger: full", retryable).
+ */
 export class MemoryLedger implements Ledger {
-  constructor(options?: { maxEntries?: number });
+  constructor(options?: { maxEntries?: number; maxBytes?: number });
   claim(op: string, fp: string, leaseMs: number): Promise<Claim>;
   finish(op: string, token: string, fp: string, result: string, ttlMs: number): Promise<void>;
   release(op: string, token: string): Promise<void>;
   get(op: string): Promise<LedgerEntry>;
   readonly size: number;
+  /** What the live entries count against maxBytes. */
+  readonly bytes: number;
   close(): Promise<void>;
 }
 

@@ -240,12 +240,37 @@ function decodeResult(r) {
 
 // --- the memory ledger ----------------------------------------------------
 
+// What an entry costs besides its strings: the object, its map slot and
+// heap item, roughly (as the Go ledger counts it).
+const ENTRY_OVERHEAD = 160;
+
+// utf8Length is the UTF-8 length of s, without encoding it.
+function utf8Length(s) {
+  let n = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x80) n += 1;
+    else if (c < 0x800) n += 2;
+    else if (c >= 0xd800 && c < 0xdc00 && i + 1 < s.length) {
+      n += 4;
+      i++;
+    } else n += 3;
+  }
+  return n;
+}
+
 /**
- * An in-process ledger, bounded in entries (default 100000) and time. Full,
- * it refuses new claims rather than forget finished operations.
+ * An in-process ledger, bounded in entries (default 100000), in bytes
+ * (maxBytes, default 64 MiB: each entry's stored result, operation id and
+ * token, plus ENTRY_OVERHEAD) and time. Full, it refuses new claims rather
+ * than forget a live operation (forgetting one would run its effect
+ * again); a finish always records, so it may go over by the results of
+ * the claims in flight.
  */
 export class MemoryLedger {
   #max;
+  #maxBytes;
+  #bytes = 0;
   #entries = new Map();
   #heap = []; // [expires, op], a binary min-heap on expires
   #closed = false;
@@ -256,6 +281,7 @@ export class MemoryLedger {
 
   constructor(options = {}) {
     this.#max = options.maxEntries ?? 100_000;
+    this.#maxBytes = options.maxBytes ?? 64 * 1024 * 1024;
     const seam = /** @type {any} */ (options)[seams]; // tests' fake clock (src/seams.js)
     if (seam?.clock) this.#now = seam.clock;
   }
@@ -266,6 +292,11 @@ export class MemoryLedger {
   }
 
   #set(op, e) {
+    const r = e.result;
+    e.cost = utf8Length(op) + e.token.length + (typeof r === 'string' ? utf8Length(r) : (r?.length ?? 0)) + ENTRY_OVERHEAD;
+    const old = this.#entries.get(op);
+    if (old) this.#bytes -= old.cost;
+    this.#bytes += e.cost;
     this.#entries.set(op, e);
     heapPush(this.#heap, [e.expires, op]);
     if (this.#heap.length > 2 * this.#entries.size + 1024) {
@@ -278,8 +309,13 @@ export class MemoryLedger {
     while (h.length > 0 && h[0][0] <= now) {
       const [, op] = heapPop(h);
       const e = this.#entries.get(op);
-      if (e && e.expires <= now) this.#entries.delete(op);
+      if (e && e.expires <= now) this.#delete(op, e);
     }
+  }
+
+  #delete(op, e) {
+    this.#entries.delete(op);
+    this.#bytes -= e.cost;
   }
 
   #check() {
@@ -299,6 +335,10 @@ export class MemoryLedger {
     }
     if (!this.#entries.has(op) && this.#entries.size >= this.#max) throw new Error('ledger: full: too many live operations');
     const token = newToken();
+    if (this.#bytes + utf8Length(op) + token.length + ENTRY_OVERHEAD > this.#maxBytes) {
+      // Expired entries went in the sweep; the rest are live.
+      throw new Error("ledger: full: the byte budget is taken by live operations' results");
+    }
     this.#set(op, { done: false, token, fp, expires: now + leaseMs });
     return { status: ClaimStatus.ACQUIRED, token };
   }
@@ -321,7 +361,7 @@ export class MemoryLedger {
     checkOp(op);
     this.#check();
     const e = this.#entries.get(op);
-    if (e && !e.done && e.token === token) this.#entries.delete(op);
+    if (e && !e.done && e.token === token) this.#delete(op, e);
   }
 
   async get(op) {
@@ -338,9 +378,16 @@ export class MemoryLedger {
     return this.#entries.size;
   }
 
+  /** What the live entries count against maxBytes. */
+  get bytes() {
+    this.#sweep(this.#now());
+    return this.#bytes;
+  }
+
   async close() {
     this.#closed = true;
     this.#entries.clear();
+    this.#bytes = 0;
     this.#heap = [];
   }
 }

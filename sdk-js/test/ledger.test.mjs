@@ -108,6 +108,36 @@ test('memory ledger: bounded, refuses new claims when full', async () => {
   assert.equal(short.size, 1);
 });
 
+test('memory ledger: a byte budget refuses new claims, never forgets a live one', async () => {
+  let now = 0;
+  const l = new MemoryLedger({ maxBytes: 10_000, [seams]: { clock: () => now } });
+  const big = 'é'.repeat(2000); // 4000 bytes of UTF-8
+  const pending = await l.claim('pending', fpA, 3_600_000);
+  for (const op of ['a', 'b', 'c']) {
+    const c = await l.claim(op, fpA, 60_000);
+    assert.equal(c.status, ClaimStatus.ACQUIRED, op);
+    await l.finish(op, c.token, fpA, big, 200);
+  }
+  assert.ok(l.bytes > 12_000, `${l.bytes} bytes after three 4000-byte results`);
+  await assert.rejects(l.claim('d', fpA, 60_000), /ledger: full: the byte budget/);
+  assert.deepEqual(await l.get('c'), { state: 'done', fingerprint: fpA, result: big }, 'recorded over the budget');
+  now += 200;
+  assert.equal((await l.claim('d', fpA, 60_000)).status, ClaimStatus.ACQUIRED, 'expired entries make room');
+  assert.equal((await l.get('pending')).state, 'pending', 'the live claim stays');
+  await l.release('pending', pending.token);
+  now += 60_000;
+  assert.equal(l.size, 0);
+  assert.equal(l.bytes, 0);
+  // Through once(): a full ledger is the retryable LEDGER_UNAVAILABLE, reason full.
+  const g = await createGuard({ keys: generateKey(), audience: 'crm.example.com', ledger: new MemoryLedger({ maxBytes: 100 }) });
+  const f = form('f', '?', { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] });
+  const { requestState } = await g.ask(baseRequest(), [f]);
+  const out = await g.resume(baseRequest({ requestState, inputResponses: { f: { action: 'accept', content: { name: 'x' } } } }));
+  let ran = 0;
+  await assert.rejects(g.once(out, async () => { ran++; return 'r'; }), (e) => e instanceof GuardError && e.code === codes.LEDGER_UNAVAILABLE && e.reason === 'full');
+  assert.equal(ran, 0);
+});
+
 test('the ledger key is the core\'s answers digest: RFC 8785, whatever the spelling', async () => {
   const g = await createGuard({ keys: generateKey(), audience: 'crm.example.com' });
   const f = form('f', '?', { type: 'object', properties: { name: { type: 'string' }, n: { type: 'number' } }, required: ['name', 'n'] });
