@@ -43,36 +43,52 @@ func labelValue(v string) string {
 
 type labelKey struct{}
 
-// withTargetLabel gives ctx the tool label of m (targetLabel), worked out
-// when a metric first needs it: a call that counts nothing costs no
-// tools/list lookup.
+// lazyLabel is the tool label of one request, worked out when a metric
+// first needs it: a call that counts nothing costs no tools/list lookup.
+type lazyLabel struct {
+	once      sync.Once
+	v         string
+	p         *Proxy
+	ctx       context.Context
+	m         *mcphttp.Message
+	h         http.Header
+	principal string
+}
+
+// withTargetLabel gives ctx the tool label of m (see targetLabel).
 func (p *Proxy) withTargetLabel(ctx context.Context, m *mcphttp.Message, h http.Header, principal string) context.Context {
-	return context.WithValue(ctx, labelKey{}, sync.OnceValue(func() string {
-		switch m.Method {
+	l := &lazyLabel{p: p, ctx: ctx, m: m, h: h, principal: principal}
+	return context.WithValue(ctx, labelKey{}, l)
+}
+
+func (l *lazyLabel) get() string {
+	l.once.Do(func() {
+		l.v = labelOther
+		switch l.m.Method {
 		case "prompts/get":
-			return labelPrompt
+			l.v = labelPrompt
 		case "resources/read":
-			return labelResource
+			l.v = labelResource
 		case "tools/call":
-			name := labelValue(m.Target())
+			name := labelValue(l.m.Target())
 			if name == labelOther {
-				return labelOther
+				return
 			}
 			// The list as this principal sees it; cached, as the
 			// Mcp-Param-* check of this same call has just read it.
-			if e := p.toolList(ctx, h, principal); e.err == nil && e.v.names[name] {
-				return name
+			if e := l.p.toolList(l.ctx, l.h, l.principal); e.err == nil && e.v.names[name] {
+				l.v = name
 			}
 		}
-		return labelOther
-	}))
+	})
+	return l.v
 }
 
 // targetLabel is the tool label withTargetLabel put on ctx ("other"
 // without one).
 func targetLabel(ctx context.Context) string {
-	if f, ok := ctx.Value(labelKey{}).(func() string); ok {
-		return f()
+	if l, ok := ctx.Value(labelKey{}).(*lazyLabel); ok {
+		return l.get()
 	}
 	return labelOther
 }
