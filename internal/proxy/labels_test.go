@@ -71,6 +71,7 @@ func TestMetricLabelsAreAClosedSet(t *testing.T) {
 		retry(randomName(20000))
 	}
 	after := metricsText(t, base)
+	t.Logf("/metrics: %d bytes before 200 made-up names, %d after", len(before), len(after))
 	if d := len(after) - len(before); d > 2048 || d < -2048 {
 		t.Fatalf("/metrics went from %d to %d bytes", len(before), len(after))
 	}
