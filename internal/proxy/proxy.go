@@ -258,8 +258,33 @@ func (p *Proxy) serveMCP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s := &httpSink{w: w}
-	p.Handle(r.Context(), m, body, h, principal, s)
+	p.Handle(r.Context(), m, body, h, principal, p.conforming(m, s))
 	s.finish()
+}
+
+// conforming makes every result a 2026-07-28 client gets valid in its
+// revision (mcphttp.ConformResult): what an upstream left out is added,
+// and a result that cannot be made valid becomes an error that names the
+// upstream's fault, never a relayed invalid result.
+func (p *Proxy) conforming(m *mcphttp.Message, s Sink) Sink {
+	return &conformingSink{Sink: s, p: p, m: m}
+}
+
+type conformingSink struct {
+	Sink
+	p *Proxy
+	m *mcphttp.Message
+}
+
+func (c *conformingSink) Final(raw []byte) {
+	out, err := mcphttp.ConformResult(c.m.Method, raw)
+	if err != nil {
+		c.p.up.refused.WithLabelValues("invalid_result").Inc()
+		c.p.log.Warn("the upstream's result is not valid MCP 2026-07-28; the client gets an error", "method", c.m.Method, "error", err.Error())
+		out = rpcError(c.m.ID, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+			Message: "the upstream server answered " + c.m.Method + " with a result that is not valid MCP 2026-07-28 (" + err.Error() + "); the proxy does not relay it"})
+	}
+	c.Sink.Final(out)
 }
 
 // upstreamHeaders are the headers sent upstream: the MCP ones of the

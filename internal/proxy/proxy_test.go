@@ -494,7 +494,7 @@ func TestSubscriptionOutlivesTheTimeout(t *testing.T) {
 	}
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	for _, want := range []string{`"n":1`, `"n":2`, `"id":5,"result":{}`} {
+	for _, want := range []string{`"n":1`, `"n":2`, `"id":5,"result":{"resultType":"complete"}`} {
 		if !bytes.Contains(b, []byte(want)) {
 			t.Fatalf("the subscription stream lacks %s (HTTP %d):\n%s", want, resp.StatusCode, b)
 		}
