@@ -2,7 +2,7 @@
 // demo MCP server with the guard in front of its tools, puts the guard in
 // front of an MCP server it did not write (proxy), lints the input
 // requests tools may send, tests, evaluates and builds the deployment's
-// policy, and makes keys.
+// policy, makes keys, and checks audit logs.
 //
 //	mrtr-wasm serve [--addr HOST:PORT] [--keys FILE] [--oauth-issuer URL | --auth-tokens FILE] [--ledger URL] [--crm URL] [flags]
 //	mrtr-wasm proxy [--addr HOST:PORT] [--keys FILE] --upstream URL | -- CMD ARGS [flags]
@@ -11,6 +11,7 @@
 //	mrtr-wasm policy eval --input FILE [--policy DIR] [--data FILE] [--decision ask|resume]
 //	mrtr-wasm policy build [DIR] -o bundle.tar.gz
 //	mrtr-wasm keygen [-o FILE]
+//	mrtr-wasm audit verify [--head HASH] FILE...
 //
 // "mrtr-wasm COMMAND -h" lists a command's flags. Exit codes: 0 clean, 1
 // findings at error severity (or failing tests, a denied decision, a

@@ -33,6 +33,7 @@ var commands = []command{
 	{"lint", "[flags] FILE...", "lint tool declarations, elicitation params or requestedSchemas", runLint},
 	{"policy", "", "", runPolicy},
 	{"keygen", "[-o FILE]", "make a new k4.local key (stdout, or FILE written 0600)", runKeygen},
+	{"audit", "", "", runAudit},
 }
 
 const usageTail = `
@@ -70,7 +71,7 @@ func usageText() string {
 }
 
 // subcommands are the second-level dispatchers, by command name.
-var subcommands = map[string][]command{"policy": policyCommands}
+var subcommands = map[string][]command{"policy": policyCommands, "audit": auditCommands}
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
