@@ -60,8 +60,9 @@ type UpstreamOutcome struct {
 	// ForwardDigest (Complete, Declined, Cancelled) is the core's digest
 	// of the answers Forward carries, declines and cancels included.
 	ForwardDigest string
-	// Answers (Complete) are the answers as the client sent them, for the
-	// ledger's fingerprint; Declined and Cancelled name keys.
+	// Answers (Complete) are the answers Forward carries: reduced to what
+	// the guard checked, each value as the client wrote it. Declined and
+	// Cancelled name keys.
 	Answers map[string]json.RawMessage
 	// AnswersDigest is the core's digest of Answers (Complete only).
 	AnswersDigest string
@@ -71,12 +72,30 @@ type UpstreamOutcome struct {
 	InputRequired json.RawMessage
 	// Forward (Complete, Declined, Cancelled) is the message to send the
 	// upstream: the client's request with the upstream's requestState put
-	// back and the answers as the client sent them.
+	// back and only the checked answers, reduced as Answers are.
 	Forward json.RawMessage
+	// Dropped is what the guard left out of the client's answers (any
+	// status): names only, for a metric and a log line.
+	Dropped DroppedAnswers
 	// remember is the core's rememberSeconds: how long OnceForward keeps
 	// the upstream's result (before the ledger's margin).
 	remember time.Duration
 }
+
+// DroppedAnswers is what upstream.resume left out of a retry's answers
+// (guest/ABI.md, "dropped"): form fields not asked, members beside those
+// checked, responses to keys not pending. The counts are exact; Names
+// (KEY.content.FIELD, KEY.MEMBER, KEY) lists at most 16, each cut to 64
+// bytes, and never holds a value.
+type DroppedAnswers struct {
+	Fields    int      `json:"fields"`
+	Members   int      `json:"members"`
+	Responses int      `json:"responses"`
+	Names     []string `json:"names"`
+}
+
+// Any reports whether anything was dropped.
+func (d DroppedAnswers) Any() bool { return d.Fields+d.Members+d.Responses > 0 }
 
 type upstreamResponse struct {
 	OK          bool                       `json:"ok"`
@@ -95,6 +114,7 @@ type upstreamResponse struct {
 	Inputs      json.RawMessage            `json:"inputRequests"` // upstream.inputs
 	Interrupted bool                       `json:"interrupted"`
 	Remember    int64                      `json:"rememberSeconds"`
+	Dropped     DroppedAnswers             `json:"dropped"`
 }
 
 // rawDecoder is a guest response that reads the guest's output itself,
@@ -153,6 +173,8 @@ func (r *upstreamResponse) decodeRaw(out []byte) error {
 			err = json.Unmarshal(v, &r.Declined)
 		case "cancelled":
 			err = json.Unmarshal(v, &r.Cancelled)
+		case "dropped":
+			err = json.Unmarshal(v, &r.Dropped)
 		}
 		if err != nil {
 			return err
@@ -308,7 +330,7 @@ func (g *Guard) UpstreamResume(ctx context.Context, c *UpstreamCall) (*UpstreamO
 		return nil, err
 	}
 	o := &UpstreamOutcome{Status: r.Status, OperationID: r.OperationID, Round: r.Round, UpstreamRound: r.UpRound, ForwardDigest: r.FwdDigest, Answers: r.Answers,
-		AnswersDigest: r.Digest, Declined: r.Declined, Cancelled: r.Cancelled, Forward: r.Forward,
+		AnswersDigest: r.Digest, Declined: r.Declined, Cancelled: r.Cancelled, Forward: r.Forward, Dropped: r.Dropped,
 		remember: time.Duration(r.Remember) * time.Second}
 	if r.Status == InputRequired {
 		o.InputRequired = r.Result

@@ -18,6 +18,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -79,6 +80,10 @@ type vecExpect struct {
 	// ("request/field"), the language of the term that decided ("" when
 	// a keyword did, or when several vocabularies share the word).
 	Languages map[string]string `json:"languages,omitempty"`
+	// Dropped names what upstream.resume left out of the client's answers
+	// (its "dropped" names): fields not asked, members not checked, keys
+	// not pending.
+	Dropped []string `json:"dropped,omitempty"`
 }
 
 func (c *vecCase) bytes() []byte {
@@ -141,6 +146,12 @@ func expectOf(resp map[string]any) vecExpect {
 			e.Findings = append(e.Findings, strings.TrimSpace(fmt.Sprintf("%v %v %s", m["severity"], m["code"], field)))
 		}
 	}
+	if d, ok := resp["dropped"].(map[string]any); ok {
+		names, _ := d["names"].([]any)
+		for _, n := range names {
+			e.Dropped = append(e.Dropped, fmt.Sprint(n))
+		}
+	}
 	in, _ := resp["input"].(map[string]any)
 	reqs, _ := in["inputs"].(map[string]any)
 	for key, r := range reqs {
@@ -161,7 +172,8 @@ func expectOf(resp map[string]any) vecExpect {
 }
 
 func equalExpect(a, b vecExpect) bool {
-	if a.OK != b.OK || a.Status != b.Status || a.Code != b.Code || a.Reason != b.Reason || len(a.Findings) != len(b.Findings) || !maps.Equal(a.Languages, b.Languages) {
+	if a.OK != b.OK || a.Status != b.Status || a.Code != b.Code || a.Reason != b.Reason || len(a.Findings) != len(b.Findings) || !maps.Equal(a.Languages, b.Languages) ||
+		!slices.Equal(a.Dropped, b.Dropped) {
 		return false
 	}
 	for i := range a.Findings {
@@ -196,6 +208,11 @@ func refused(reason string) vecExpect {
 }
 func stateFail(reason string) vecExpect {
 	return vecExpect{Code: core.CodeStateInvalid, Reason: reason}
+}
+
+// dropping is ok(status) with the names upstream.resume left out.
+func dropping(status string, names ...string) vecExpect {
+	return vecExpect{OK: true, Status: status, Dropped: names}
 }
 
 // vecRand is 48 deterministic "random" bytes per label.
@@ -683,7 +700,7 @@ func upRetry(responses, token string) string {
 }
 
 func genUpstream(t *testing.T) *gen {
-	v := newGen(t, "upstream.ask and upstream.resume: a proxy seals an upstream's InputRequiredResult (its requestState and identity included), checks the retry, and gets the message to forward with the upstream's state put back and the answers as the client sent them.")
+	v := newGen(t, "upstream.ask and upstream.resume: a proxy seals an upstream's InputRequiredResult (its requestState and identity included), checks the retry, and gets the message to forward with the upstream's state put back and the checked answers, reduced to what was asked and checked (each value as the client wrote it), naming what was dropped.")
 	v.req("configure", configure([]string{vecKeyA}, ""), ok(""))
 	args := `{"topic":"pricing"}`
 	call1 := clientCall("book_demo_call", args, "", "")
@@ -712,12 +729,21 @@ func genUpstream(t *testing.T) *gen {
 	uask("upstream requestState null: none", "u13", call1, `{"jsonrpc":"2.0","id":7,"result":{"resultType":"input_required","inputRequests":{"confirm":`+confirmForm+`},"requestState":null}}`, "", ok("input_required"))
 
 	valid := `{"contact":{"action":"accept","content":{"name":"Ann Lee","email":"ann@example.com"}}}`
-	ures("valid answer: forward with the upstream's state", upCall{label: "u20", request: clientCall("book_demo_call", args, "", upRetry(valid, tok))}, ok("complete"))
-	ures("answers forwarded byte for byte (spacing, unasked fields); a key no one asked is not", upCall{label: "u21", request: clientCall("book_demo_call", args, "", upRetry(`{ "contact" : {"action":"accept","content":{"email":"ann@example.com","name":"Ann Lee","role":"admin"}}, "extra":{"action":"accept","content":{"foo":"bar"}}}`, tok))}, ok("complete"))
+	plain := ures("valid answer: forward with the upstream's state", upCall{label: "u20", request: clientCall("book_demo_call", args, "", upRetry(valid, tok))}, ok("complete"))
+	ures("only the asked fields are forwarded, each value as written; unasked fields, other members and a key no one asked are not", upCall{label: "u21", request: clientCall("book_demo_call", args, "", upRetry(`{ "contact" : {"action":"accept","content":{"email":"ann@example.com","name": "Ann\u0020Lee","role":"admin","password":"hunter2","profile":{"isAdmin":true,"deep":[{"x":[1,2,3]}]}},"extraTop":{"x":1}}, "extra":{"action":"accept","content":{"foo":"bar"}}}`, tok))},
+		dropping("complete", "contact.content.role", "contact.content.password", "contact.content.profile", "contact.extraTop", "extra"))
+	// The ledger's digest is of what is forwarded: a replay that adds an
+	// unasked field is the same answers (a replay, not a conflict).
+	again := ures("an unasked field does not change the answers' digest", upCall{label: "u21b", request: clientCall("book_demo_call", args, "", upRetry(`{"contact":{"action":"accept","content":{"name":"Ann Lee","isAdmin":true,"email":"ann@example.com"}}}`, tok))}, dropping("complete", "contact.content.isAdmin"))
+	if again["answersDigest"] != plain["answersDigest"] || again["forwardDigest"] != plain["forwardDigest"] {
+		t.Fatalf("an unasked field changed the digest: %v, %v", again["answersDigest"], plain["answersDigest"])
+	}
 	ures("no upstream state: forwarded without requestState", upCall{label: "u22", request: clientCall("book_demo_call", args, "", upRetry(`{"confirm":{"action":"accept","content":{"ok":true}}}`, tokNone))}, ok("complete"))
 	ures("an empty upstream state goes back as sent", upCall{label: "u29", request: clientCall("book_demo_call", args, "", upRetry(`{"confirm":{"action":"accept","content":{"ok":true}}}`, tokEmpty))}, ok("complete"))
 	ures("decline is forwarded", upCall{label: "u23", request: clientCall("book_demo_call", args, "", upRetry(`{"contact":{"action":"decline"}}`, tok))}, ok("declined"))
 	ures("cancel is forwarded", upCall{label: "u24", request: clientCall("book_demo_call", args, "", upRetry(`{"contact":{"action":"cancel"}}`, tok))}, ok("cancelled"))
+	ures("decline is forwarded as the action alone", upCall{label: "u23b", request: clientCall("book_demo_call", args, "", upRetry(`{"contact":{"content":{"name":"Ann Lee"},"action":"decline","why":"busy"}}`, tok))}, dropping("declined", "contact.content", "contact.why"))
+	ures("cancel is forwarded as the action alone", upCall{label: "u24b", request: clientCall("book_demo_call", args, "", upRetry(`{"contact":{"action":"cancel","_meta":{"k":1}}}`, tok))}, dropping("cancelled", "contact._meta"))
 	r := ures("invalid email: the proxy asks again itself", upCall{label: "u25", request: clientCall("book_demo_call", args, "", upRetry(`{"contact":{"action":"accept","content":{"name":"Ann Lee","email":"ann-at-example"}}}`, tok))}, ok("input_required"))
 	tok2 := tokenOf(t, r)
 	ures("round 2 valid: forward with the upstream's state of round 1", upCall{label: "u26", request: clientCall("book_demo_call", args, "", upRetry(valid, tok2))}, ok("complete"))
@@ -728,9 +754,11 @@ func genUpstream(t *testing.T) *gen {
 	tm := tokenOf(t, uask("seal two requests", "u30", call1, upstreamResult(`{"contact":`+contactForm+`,"confirm":`+confirmForm+`}`, "two"), "", ok("input_required")))
 	r = ures("one valid, one missing: the proxy asks the missing one", upCall{label: "u31", request: clientCall("book_demo_call", args, "", upRetry(valid, tm))}, ok("input_required"))
 	ures("forward carries the answer of the proxy's earlier round", upCall{label: "u32", request: clientCall("book_demo_call", args, "", upRetry(`{"confirm":{"action":"accept","content":{"ok":true}}}`, tokenOf(t, r)))}, ok("complete"))
+	r2 := ures("an answer kept for a re-ask holds only the asked fields", upCall{label: "u31b", request: clientCall("book_demo_call", args, "", upRetry(`{"contact":{"action":"accept","content":{"name":"Ann Lee","role":"admin","email":"ann@example.com"}}}`, tm))}, dropping("input_required", "contact.content.role"))
+	ures("the kept answer is forwarded as it was reduced", upCall{label: "u32b", request: clientCall("book_demo_call", args, "", upRetry(`{"confirm":{"action":"accept","content":{"ok":true}}}`, tokenOf(t, r2)))}, ok("complete"))
 	tr := tokenOf(t, r)
-	ures("an answer sealed in the proxy's round stands: the client cannot replace it", upCall{label: "u35", request: clientCall("book_demo_call", args, "", upRetry(`{"contact":{"action":"accept","content":{"name":"Mallory","email":"not-an-email"}},"confirm":{"action":"accept","content":{"ok":true}}}`, tr))}, ok("complete"))
-	ures("decline: an invalid accept beside it and a key no one asked are not forwarded", upCall{label: "u36", request: clientCall("book_demo_call", args, "", upRetry(`{"contact":{"action":"accept","content":{"name":"Ann Lee","email":"ann-at-example"}},"confirm":{"action":"decline"},"zz":{"action":"accept","content":{"ok":true}}}`, tm))}, ok("declined"))
+	ures("an answer sealed in the proxy's round stands: the client cannot replace it", upCall{label: "u35", request: clientCall("book_demo_call", args, "", upRetry(`{"contact":{"action":"accept","content":{"name":"Mallory","email":"not-an-email"}},"confirm":{"action":"accept","content":{"ok":true}}}`, tr))}, dropping("complete", "contact"))
+	ures("decline: an invalid accept beside it and a key no one asked are not forwarded", upCall{label: "u36", request: clientCall("book_demo_call", args, "", upRetry(`{"contact":{"action":"accept","content":{"name":"Ann Lee","email":"ann-at-example"}},"confirm":{"action":"decline"},"zz":{"action":"accept","content":{"ok":true}}}`, tm))}, dropping("declined", "zz"))
 	after := tokenOf(t, uask("a further upstream round keeps the operation", "u33", call1, upstreamResult(`{"confirm":`+confirmForm+`}`, "round=2;name=Ann"), `,"after":{"operationId":"AAECAwQFBgcICQoLDA0ODw","round":1}`, ok("input_required")))
 	ures("a further upstream round forwards under its own upstream round", upCall{label: "u37", request: clientCall("book_demo_call", args, "", upRetry(`{"confirm":{"action":"accept","content":{"ok":true}}}`, after))}, ok("complete"))
 	nothing := tokenOf(t, uask("an upstream round that asks nothing", "u39", call1, `{"jsonrpc":"2.0","id":7,"result":{"resultType":"input_required"}}`, "", ok("input_required")))
@@ -753,6 +781,17 @@ func genUpstream(t *testing.T) *gen {
 	v.req("a proxy's state does not open at a server", call{op: "resume", label: "u50", rest: resumeRest(tok, valid)}.env(), stateFail(core.ReasonUpstream))
 	ures("resources/read retry", upCall{label: "u51", request: `{"jsonrpc":"2.0","id":"r2","method":"resources/read","params":{"uri":"crm://accounts/42","_meta":{"io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}},"inputResponses":{"confirm":{"action":"accept","content":{"ok":true}}},"requestState":` + jsonString(tokRes) + `}}`}, ok("complete"))
 	ures("retry without requestState", upCall{label: "u52", request: call1}, fail(core.CodeRequestMalformed))
+
+	// URL consent, sampling and roots: an upstream gets the members the
+	// core checked (and a sampling stopReason that is a string), each as
+	// the client wrote it; nothing else.
+	tk := tokenOf(t, uask("seal url, sampling and roots", "u53", call1, upstreamResult(`{"calendar":`+urlRequest+`,"summary":`+sampleReq+`,"roots":`+rootsReq+`}`, "kinds"), "", ok("input_required")))
+	ures("url, sampling and roots forwarded as checked", upCall{label: "u54", request: clientCall("book_demo_call", args, "", upRetry(`{"calendar":{"action":"accept","content":{"x":1}},"summary":{"role":"assistant","content":{"type":"text","text":"Fine."},"model":"m1","stopReason":"endTurn","_meta":{"k":1},"extra":true},"roots":{"roots":[{"uri":"file:///home/ann/project","name":"project","_meta":{},"admin":true},{"name":7,"uri":"file:///tmp"}],"nextCursor":"c"}}`, tk))},
+		dropping("complete", "calendar.content", "summary._meta", "summary.extra", "roots.nextCursor", "roots.roots[0]._meta", "roots.roots[0].admin", "roots.roots[1].name"))
+	ures("a sampling stopReason that is not a string is left out", upCall{label: "u55", request: clientCall("book_demo_call", args, "", upRetry(`{"calendar":{"action":"accept"},"summary":{"role":"assistant","content":[{"type":"text","text":"Fine."}],"model":"m1","stopReason":1},"roots":{"roots":[]}}`, tk))}, dropping("complete", "summary.stopReason"))
+	long := strings.Repeat("é", 40)
+	ures("dropped names are cut short, and listed up to 16", upCall{label: "u56", request: clientCall("book_demo_call", args, "", upRetry(`{"contact":{"action":"decline","`+long+`":1,"a1":1,"a2":1,"a3":1,"a4":1,"a5":1,"a6":1,"a7":1,"a8":1,"a9":1,"b1":1,"b2":1,"b3":1,"b4":1,"b5":1,"b6":1,"b7":1}}`, tok))},
+		dropping("declined", "contact."+strings.Repeat("é", 28), "contact.a1", "contact.a2", "contact.a3", "contact.a4", "contact.a5", "contact.a6", "contact.a7", "contact.a8", "contact.a9", "contact.b1", "contact.b2", "contact.b3", "contact.b4", "contact.b5", "contact.b6"))
 
 	// upstream.inputs: what the host's policy decides on, read and linted
 	// as upstream.ask reads them (no keys, no bindings needed).

@@ -3,6 +3,7 @@ package core
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -54,6 +55,11 @@ func FuzzUpstream(f *testing.F) {
 		{`{"resultType":"input_required","inputRequests":{"contact":{"method":"elicitation/create","params":{"message":"m","requestedSchema":{"type":"object","properties":{"phone":{"type":"string"}}}},"METHOD":"roots/list","PARAMS":null}}}`, `{"contact":{"action":"accept","content":{"phone":"1"}}}`},
 		{`{"resultType":"input_required","inputRequests":null,"requestState":"only"}`, `{}`},
 		{`{"resultType":"input_required","inputRequests":{"confirm":` + tConfirmForm + `}}`, `{"confirm":{"action":"decline","ACTION":"accept","content":{"ok":"x"}}}`},
+		// Mass assignment: fields the form did not ask, nested, and
+		// members beside action and content never reach the upstream.
+		{`{"resultType":"input_required","inputRequests":{"contact":` + tContactForm + `},"requestState":"r"}`, `{"contact":{"action":"accept","content":{"name":"Bob","email":"bob@example.com","role":"admin","password":"hunter2","profile":{"isAdmin":true,"deep":[{"x":[1,2,3]}]}},"extraTop":{"x":1}},"other":{"action":"accept"}}`},
+		{`{"resultType":"input_required","inputRequests":{"contact":` + tContactForm + `}}`, `{"contact":{"action":"decline","content":{"name":"Bob"},"_meta":{}}}`},
+		{`{"resultType":"input_required","inputRequests":{"calendar":` + tURLRequest + `,"summary":` + tSampleReq + `,"roots":` + tRootsReq + `}}`, `{"calendar":{"action":"accept","content":{"x":1}},"summary":{"role":"assistant","content":{"type":"text","text":"ok"},"model":"m","stopReason":1,"_meta":{}},"roots":{"roots":[{"uri":"file:///x","name":"x","y":2},{"uri":"file:///z","name":3}],"more":true}}`},
 	} {
 		for mode := range uint8(3) {
 			f.Add(mode, []byte(s.result), []byte(s.answers))
@@ -179,8 +185,10 @@ func FuzzUpstream(f *testing.F) {
 		case up.RequestState != nil && (p.RequestState == nil || *p.RequestState != *up.RequestState):
 			t.Fatalf("the upstream's state %q did not come back: %s", *up.RequestState, rout)
 		}
-		// Each forwarded answer is the client's, byte for byte, to a
-		// request that was asked; nothing else is forwarded.
+		// Each forwarded answer answers a request that was asked, and
+		// holds only what the core checked, each value byte for byte as
+		// the client wrote it; the output counts exactly what was left
+		// out.
 		if len(bytes.TrimSpace(answers)) == 0 {
 			if p.InputResponses != nil {
 				t.Fatalf("no answers sent, %s forwarded", p.InputResponses)
@@ -191,13 +199,115 @@ func FuzzUpstream(f *testing.F) {
 		if json.Unmarshal(answers, &sent) != nil || json.Unmarshal(p.InputResponses, &fwd) != nil {
 			t.Fatalf("answers forwarded as %s, sent as %s", p.InputResponses, answers)
 		}
-		for k, v := range fwd {
+		left := 0
+		for k := range sent {
 			if _, asked := up.InputRequests[k]; !asked {
-				t.Fatalf("answer %q forwarded, but no one asked it: %s", k, p.InputResponses)
-			}
-			if !bytes.Equal(v, sent[k]) {
-				t.Fatalf("answer %q forwarded as %s, sent as %s", k, v, sent[k])
+				left++
 			}
 		}
+		for k, v := range fwd {
+			req, asked := up.InputRequests[k]
+			if !asked {
+				t.Fatalf("answer %q forwarded, but no one asked it: %s", k, p.InputResponses)
+			}
+			left += forwardedAsChecked(t, k, req, sent[k], v)
+		}
+		var d struct {
+			Dropped *struct{ Fields, Members, Responses int } `json:"dropped"`
+		}
+		if err := json.Unmarshal(rout, &d); err != nil {
+			t.Fatal(err)
+		}
+		counted := 0
+		if d.Dropped != nil {
+			counted = d.Dropped.Fields + d.Dropped.Members + d.Dropped.Responses
+		}
+		if counted != left {
+			t.Fatalf("%d names left out of the answers, the output counts %d: %s", left, counted, rout)
+		}
 	})
+}
+
+// forwardedAsChecked fails unless fwd (an answer forwarded for request
+// req) holds only members of sent that the core checks, each with the
+// client's bytes, and returns how many of sent's names it left out.
+func forwardedAsChecked(t *testing.T, key string, req, sent, fwd json.RawMessage) int {
+	t.Helper()
+	// Read with exact member names (maps), as the core reads them.
+	var rq, params, schema, s, f map[string]json.RawMessage
+	var props map[string]json.RawMessage
+	var method, mode string
+	if json.Unmarshal(req, &rq) != nil || json.Unmarshal(sent, &s) != nil || json.Unmarshal(fwd, &f) != nil {
+		t.Fatalf("answer %q: unreadable (%s, sent %s)", key, fwd, sent)
+	}
+	_ = json.Unmarshal(rq["method"], &method)
+	_ = json.Unmarshal(rq["params"], &params)
+	_ = json.Unmarshal(params["mode"], &mode)
+	_ = json.Unmarshal(params["requestedSchema"], &schema)
+	_ = json.Unmarshal(schema["properties"], &props)
+	// sub checks that f's members are sent's, byte for byte, within keep
+	// (nil: any), and counts those of sent it left out.
+	sub := func(where string, s, f map[string]json.RawMessage, keep ...string) int {
+		for n, v := range f {
+			if keep != nil && !slices.Contains(keep, n) {
+				t.Fatalf("answer %q: %s%s was forwarded: %s", key, where, n, fwd)
+			}
+			if n == "action" {
+				continue // written as read
+			}
+			if !bytes.Equal(v, s[n]) {
+				t.Fatalf("answer %q: %s%s forwarded as %s, sent as %s", key, where, n, v, s[n])
+			}
+		}
+		left := 0
+		for n := range s {
+			if _, ok := f[n]; !ok {
+				left++
+			}
+		}
+		return left
+	}
+	var action string
+	_ = json.Unmarshal(s["action"], &action)
+	switch {
+	case method == "elicitation/create" && (action != "accept" || mode == "url"):
+		if want := `{"action":"` + action + `"}`; string(fwd) != want {
+			t.Fatalf("answer %q: forwarded %s, want %s", key, fwd, want)
+		}
+		return len(s) - 1
+	case method == "elicitation/create":
+		var sc, fc map[string]json.RawMessage
+		_ = json.Unmarshal(s["content"], &sc)
+		if json.Unmarshal(f["content"], &fc) != nil || fc == nil {
+			t.Fatalf("answer %q: an accepted form forwarded without content: %s", key, fwd)
+		}
+		for n := range fc {
+			if _, ok := props[n]; !ok {
+				t.Fatalf("answer %q: content.%s forwarded, but the form did not ask it", key, n)
+			}
+		}
+		for n := range sc {
+			if _, ok := props[n]; ok && fc[n] == nil {
+				t.Fatalf("answer %q: the asked field %s was not forwarded: %s", key, n, fwd)
+			}
+		}
+		delete(f, "content")
+		left := sub("content.", sc, fc) + sub("", s, f, "action")
+		if _, had := s["content"]; had {
+			left-- // forwarded, reduced
+		}
+		return left
+	case method == "sampling/createMessage":
+		return sub("", s, f, "role", "content", "model", "stopReason")
+	default: // roots/list
+		var sr, fr []map[string]json.RawMessage
+		if json.Unmarshal(s["roots"], &sr) != nil || json.Unmarshal(f["roots"], &fr) != nil || len(sr) != len(fr) {
+			t.Fatalf("answer %q: roots forwarded as %s, sent as %s", key, fwd, sent)
+		}
+		left := len(s) - 1
+		for i := range fr {
+			left += sub("roots[].", sr[i], fr[i], "uri", "name")
+		}
+		return left
+	}
 }

@@ -692,13 +692,20 @@ func quote(s string) string {
 		s = strings.ToValidUTF8(s, "\uFFFD")
 	}
 	if len(s) > 64 {
-		cut := 64
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		s = s[:cut] + "…"
+		s = cutUTF8(s, 64) + "…"
 	}
 	return string(appendString(nil, s))
+}
+
+// cutUTF8 is s cut to at most n bytes at a character boundary.
+func cutUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 func quoteByte(c byte) string {

@@ -27,8 +27,10 @@ func (g *Guard) resumeOp(root int32) *Error {
 
 // resume opens token, checks the responses resp (a node of the envelope,
 // or -1) against it and writes the outcome. up is set for upstream.resume:
-// accepted answers are kept as the client sent them, and an outcome that
-// ends the proxy's part carries the message to forward.
+// accepted answers keep the client's bytes of each checked value but only
+// what was checked (guest/ABI.md), the output names what was left out,
+// and an outcome that ends the proxy's part carries the message to
+// forward.
 func (g *Guard) resume(root int32, cp *callCtx, token string, resp int32, up *upstreamMsg) *Error {
 	p := &g.p
 	c := *cp
@@ -67,9 +69,12 @@ func (g *Guard) resume(root int32, cp *callCtx, token string, resp int32, up *up
 	}
 	sp := &g.sp
 
-	var accepted []answer
+	var accepted, ends []answer
 	var reasks []pending
 	var declined, cancelled, wrong []string
+	// For an upstream: what of the client's answers is left out (names
+	// only, for the host's metrics and logs).
+	drop := dropped{on: up != nil}
 	for _, m := range sp.kids(st.pend) {
 		if err := g.checkpoint(); err != nil {
 			return err
@@ -91,11 +96,18 @@ func (g *Guard) resume(root int32, cp *callCtx, token string, resp int32, up *up
 			}
 			action, _ := p.string(p.get(r, "action"))
 			switch action {
-			case "decline":
-				declined = append(declined, key)
-				continue
-			case "cancel":
-				cancelled = append(cancelled, key)
+			case "decline", "cancel":
+				// Forwarded as the action alone: content belongs to an
+				// accept (the spec: "typically omitted" otherwise), and
+				// nothing beside it was checked.
+				if action == "decline" {
+					declined = append(declined, key)
+					ends = append(ends, answer{key, []byte(`{"action":"decline"}`)})
+				} else {
+					cancelled = append(cancelled, key)
+					ends = append(ends, answer{key, []byte(`{"action":"cancel"}`)})
+				}
+				drop.others(p, r, key, "action")
 				continue
 			case "accept":
 			default:
@@ -104,11 +116,8 @@ func (g *Guard) resume(root int32, cp *callCtx, token string, resp int32, up *up
 			if mode, _ := sp.string(sp.get(params, "mode")); mode == "url" {
 				// Consent to open the page; whether the out-of-band step
 				// finished is for the application to check.
-				if up != nil {
-					accepted = append(accepted, answer{key, p.compact(r)})
-				} else {
-					accepted = append(accepted, answer{key, []byte(`{"action":"accept"}`)})
-				}
+				accepted = append(accepted, answer{key, []byte(`{"action":"accept"}`)})
+				drop.others(p, r, key, "action")
 				continue
 			}
 			schema := sp.get(params, "requestedSchema")
@@ -116,18 +125,18 @@ func (g *Guard) resume(root int32, cp *callCtx, token string, resp int32, up *up
 			if e.sch == nil {
 				return lintFailure(e.findings)
 			}
-			fc, err := checkForm(p, e, p.get(r, "content"), []byte(`{"action":"accept","content":`))
+			// An upstream gets each asked value as the client wrote it.
+			fc, err := checkForm(p, e, p.get(r, "content"), []byte(`{"action":"accept","content":`), up != nil)
 			if err != nil {
 				err.Message = "the response to " + quote(key) + ": " + err.Message
 				return err
 			}
 			if len(fc.problems) == 0 {
-				if up != nil {
-					// The upstream gets the answer as the client sent it.
-					accepted = append(accepted, answer{key, p.compact(r)})
-				} else {
-					accepted = append(accepted, answer{key, append(fc.content, '}')})
+				accepted = append(accepted, answer{key, append(fc.content, '}')})
+				for _, f := range fc.unasked {
+					drop.add(&drop.fields, key, ".content.", f)
 				}
+				drop.others(p, r, key, "action", "content")
 				continue
 			}
 			pr := g.reaskForm(key, sp, m.val, e, &fc)
@@ -139,35 +148,42 @@ func (g *Guard) resume(root int32, cp *callCtx, token string, resp int32, up *up
 			if !validSamplingResult(p, r) {
 				return newError(CodeResponsesMalformed, "the response to "+quote(key)+" must be a CreateMessageResult (role, content, model)")
 			}
-			accepted = append(accepted, answer{key, p.compact(r)})
+			if up != nil {
+				accepted = append(accepted, answer{key, appendSamplingForward(nil, p, r, key, &drop)})
+			} else {
+				accepted = append(accepted, answer{key, p.compact(r)})
+			}
 		case "roots/list":
 			if !validRootsResult(p, r) {
 				return newError(CodeResponsesMalformed, "the response to "+quote(key)+" must be a ListRootsResult with file:// URIs")
 			}
-			accepted = append(accepted, answer{key, p.compact(r)})
+			if up != nil {
+				accepted = append(accepted, answer{key, appendRootsForward(nil, p, r, key, &drop)})
+			} else {
+				accepted = append(accepted, answer{key, p.compact(r)})
+			}
 		default:
 			return stateError(ReasonMalformed)
 		}
 	}
 
 	// What reaches the upstream: the answers checked here (a valid
-	// accept, a decline, a cancel), for keys that were asked. An invalid
-	// accept beside a decline, or a key no one asked (which a server may
-	// read as the answer to a later question), never does.
-	var fwd []string
+	// accept, a decline, a cancel), for keys that were asked, reduced to
+	// what was checked. An invalid accept beside a decline, or a key no
+	// one asked (which a server may read as the answer to a later
+	// question), never does.
+	var fwd []answer
 	if up != nil {
-		for _, a := range accepted {
-			fwd = append(fwd, a.key)
-		}
-		fwd = append(append(fwd, declined...), cancelled...)
+		fwd = append(append(fwd, accepted...), ends...)
+		drop.unaskedKeys(p, sp, resp, st.pend)
 	}
 	switch {
 	case len(declined) > 0:
 		g.emitEnd("declined", st, "declined", declined)
-		return g.endForward(up, st, fwd, nil)
+		return g.endForward(up, st, fwd, nil, &drop)
 	case len(cancelled) > 0:
 		g.emitEnd("cancelled", st, "cancelled", cancelled)
-		return g.endForward(up, st, fwd, nil)
+		return g.endForward(up, st, fwd, nil, &drop)
 	case len(reasks) == 0:
 		g.begin()
 		g.out = append(g.out, `,"status":"complete","operationId":`...)
@@ -190,7 +206,7 @@ func (g *Guard) resume(root int32, cp *callCtx, token string, resp int32, up *up
 			g.out = appendString(g.out, st.app)
 		}
 		g.end()
-		return g.endForward(up, st, fwd, &d)
+		return g.endForward(up, st, fwd, &d, &drop)
 	}
 	if st.round >= int(maxRounds) {
 		data := []byte(`{"fields":[`)
@@ -210,7 +226,11 @@ func (g *Guard) resume(root int32, cp *callCtx, token string, resp int32, up *up
 	if st.ans >= 0 || len(accepted) > 0 {
 		out.ans = g.appendAnswers(nil, st, accepted)
 	}
-	return g.emitInputRequired(&c, &out, reasks)
+	if err := g.emitInputRequired(&c, &out, reasks); err != nil {
+		return err
+	}
+	g.appendDropped(&drop)
+	return nil
 }
 
 // sealedPending re-creates a pending request from the sealed state.
@@ -342,22 +362,12 @@ func (g *Guard) appendAnswers(dst []byte, st *stateIn, now []answer) []byte {
 					continue prior
 				}
 			}
-			if !first {
-				dst = append(dst, ',')
-			}
-			first = false
-			dst = appendString(dst, m.key)
-			dst = append(dst, ':')
+			dst = appendKey(dst, &first, m.key)
 			dst = sp.appendCompact(dst, m.val)
 		}
 	}
 	for _, a := range now {
-		if !first {
-			dst = append(dst, ',')
-		}
-		first = false
-		dst = appendString(dst, a.key)
-		dst = append(dst, ':')
+		dst = appendKey(dst, &first, a.key)
 		dst = append(dst, a.json...)
 	}
 	return append(dst, '}')

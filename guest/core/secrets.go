@@ -301,13 +301,7 @@ func (s *source) analyse(tb *secretTable, text string, kind srcKind, nbp, cbp *[
 	if text == "" {
 		return
 	}
-	if len(text) > maxTextLen {
-		cut := maxTextLen
-		for cut > 0 && !utf8.RuneStart(text[cut]) {
-			cut--
-		}
-		text = text[:cut]
-	}
+	text = cutUTF8(text, maxTextLen)
 	nb, cb := *nbp, *cbp
 	toks := make([]token, 0, len(text)/4+2)
 	segs := make([]segment, 0, 2)
@@ -994,13 +988,7 @@ func (v verdict) reason(f *fieldInfo) string {
 func quoteExcerpt(text string, max int) string {
 	text = strings.TrimSpace(text)
 	for {
-		if len(text) > max {
-			cut := max
-			for cut > 0 && !utf8.RuneStart(text[cut]) {
-				cut--
-			}
-			text = text[:cut]
-		}
+		text = cutUTF8(text, max)
 		q := strconv.Quote(text)
 		if len(q) <= max+12 || text == "" {
 			return q
@@ -1010,16 +998,7 @@ func quoteExcerpt(text string, max int) string {
 }
 
 // clip bounds a reason to maxReasonLen bytes.
-func clip(r string) string {
-	if len(r) <= maxReasonLen {
-		return r
-	}
-	cut := maxReasonLen
-	for cut > 0 && !utf8.RuneStart(r[cut]) {
-		cut--
-	}
-	return r[:cut]
-}
+func clip(r string) string { return cutUTF8(r, maxReasonLen) }
 
 // ---------------------------------------------------------------------------------------------------------
 // Tables

@@ -6,7 +6,8 @@ package core
 // reads the bindings from the request itself, seals the upstream's own
 // requestState and identity into its state, and on the retry writes the
 // message to forward: the client's request with the upstream's state put
-// back and the answers as the client sent them. The proxy parses neither.
+// back and the checked answers, reduced to what was asked and checked,
+// each value as the client wrote it. The proxy parses neither.
 
 import (
 	"encoding/hex"
@@ -145,13 +146,14 @@ func (g *Guard) upstreamResumeOp(root int32) *Error {
 // endForward adds, for upstream.resume, what the proxy needs to forward
 // the outcome just written: "upstreamRound" (the round the upstream
 // asked, the ledger's key), "forwardDigest" (of the answers forwarded, the
-// ledger's fingerprint for any outcome) and "forward" go before the
-// closing brace. fwd are the keys whose answers were checked.
+// ledger's fingerprint for any outcome), "forward" and, when the client's
+// answers held more than was checked, "dropped" go before the closing
+// brace. fwd are the answers checked now, as they are forwarded.
 //
 // known is the answersDigest a complete outcome already carries: the same
 // answers (sealed ones, then those accepted now), so it is not computed
 // twice.
-func (g *Guard) endForward(u *upstreamMsg, st *stateIn, fwd []string, known *[32]byte) *Error {
+func (g *Guard) endForward(u *upstreamMsg, st *stateIn, fwd []answer, known *[32]byte, drop *dropped) *Error {
 	if u == nil {
 		return nil
 	}
@@ -179,6 +181,7 @@ func (g *Guard) endForward(u *upstreamMsg, st *stateIn, fwd []string, known *[32
 	g.out = append(g.out, `","forward":`...)
 	g.out = g.appendForward(g.out, u, st, g.fbuf)
 	g.end()
+	g.appendDropped(drop)
 	return nil
 }
 
@@ -205,12 +208,7 @@ func (g *Guard) appendForward(dst []byte, u *upstreamMsg, st *stateIn, responses
 			if pm.key == "requestState" && !st.hasUps {
 				continue
 			}
-			if !first {
-				dst = append(dst, ',')
-			}
-			first = false
-			dst = appendString(dst, pm.key)
-			dst = append(dst, ':')
+			dst = appendKey(dst, &first, pm.key)
 			switch pm.key {
 			case "requestState":
 				dst = appendString(dst, st.ups)
@@ -226,10 +224,10 @@ func (g *Guard) appendForward(dst []byte, u *upstreamMsg, st *stateIn, responses
 }
 
 // appendForwardResponses appends the answers to forward: those sealed in
-// the proxy's earlier rounds (re-asks), then the client's responses to
-// the keys fwd, each as the client sent it. A sealed answer stands: the
+// the proxy's earlier rounds (re-asks), then the answers checked now (fwd,
+// in the order the client sent their keys). A sealed answer stands: the
 // client cannot replace it with one no one checked.
-func (g *Guard) appendForwardResponses(dst []byte, st *stateIn, resp int32, fwd []string) []byte {
+func (g *Guard) appendForwardResponses(dst []byte, st *stateIn, resp int32, fwd []answer) []byte {
 	p, sp := &g.p, &g.sp
 	if p.kindOf(resp) != jObject {
 		return append(dst, p.raw(resp)...)
@@ -238,29 +236,156 @@ func (g *Guard) appendForwardResponses(dst []byte, st *stateIn, resp int32, fwd 
 	first := true
 	if st.ans >= 0 {
 		for _, m := range sp.kids(st.ans) {
-			if slices.Contains(fwd, m.key) {
+			if answerOf(fwd, m.key) != nil {
 				continue
 			}
-			if !first {
-				dst = append(dst, ',')
-			}
-			first = false
-			dst = appendString(dst, m.key)
-			dst = append(dst, ':')
+			dst = appendKey(dst, &first, m.key)
 			dst = sp.appendCompact(dst, m.val)
 		}
 	}
 	for _, m := range p.kids(resp) {
-		if !slices.Contains(fwd, m.key) {
+		a := answerOf(fwd, m.key)
+		if a == nil {
 			continue
 		}
-		if !first {
+		dst = appendKey(dst, &first, m.key)
+		dst = append(dst, a.json...)
+	}
+	return append(dst, '}')
+}
+
+// appendKey appends a member's name, after a comma unless it is the first.
+func appendKey(dst []byte, first *bool, key string) []byte {
+	if !*first {
+		dst = append(dst, ',')
+	}
+	*first = false
+	dst = appendString(dst, key)
+	return append(dst, ':')
+}
+
+func answerOf(as []answer, key string) *answer {
+	for i := range as {
+		if as[i].key == key {
+			return &as[i]
+		}
+	}
+	return nil
+}
+
+// appendSamplingForward appends a checked CreateMessageResult as an
+// upstream gets it: role, content and model (the members resume checked)
+// and stopReason when it is a string, each as the client wrote it. Other
+// members (_meta among them) are left out and named in drop.
+func appendSamplingForward(dst []byte, p *parser, r int32, key string, drop *dropped) []byte {
+	return appendCheckedMembers(dst, p, r, func(name string, v int32) bool {
+		return name == "role" || name == "content" || name == "model" || name == "stopReason" && p.kindOf(v) == jString
+	}, drop, key+".")
+}
+
+// appendRootsForward appends a checked ListRootsResult as an upstream gets
+// it: roots, each with its uri (checked: file://) and its name when that
+// is a string, as the client wrote them. Other members of the result and
+// of each root are left out and named in drop.
+func appendRootsForward(dst []byte, p *parser, r int32, key string, drop *dropped) []byte {
+	drop.others(p, r, key, "roots")
+	dst = append(dst, `{"roots":[`...)
+	for i, root := range p.kids(p.get(r, "roots")) {
+		if i > 0 {
 			dst = append(dst, ',')
 		}
-		first = false
-		dst = appendString(dst, m.key)
-		dst = append(dst, ':')
+		dst = appendCheckedMembers(dst, p, root.val, func(name string, v int32) bool {
+			return name == "uri" || name == "name" && p.kindOf(v) == jString
+		}, drop, key+".roots["+itoa(i)+"].")
+	}
+	return append(dst, "]}"...)
+}
+
+// appendCheckedMembers appends object v with the members keep allows, each
+// as the client wrote it; the others are named in drop after prefix.
+func appendCheckedMembers(dst []byte, p *parser, v int32, keep func(name string, val int32) bool, drop *dropped, prefix string) []byte {
+	dst = append(dst, '{')
+	first := true
+	for _, m := range p.kids(v) {
+		if !keep(m.key, m.val) {
+			drop.add(&drop.members, prefix, "", m.key)
+			continue
+		}
+		dst = appendKey(dst, &first, m.key)
 		dst = append(dst, p.raw(m.val)...)
 	}
 	return append(dst, '}')
+}
+
+// dropped is what upstream.resume left out of the client's answers:
+// fields of a form's content it did not ask for, members of a response
+// beside those checked, and responses to keys that are not pending. Only
+// names, cut short, reach the output: never a value.
+type dropped struct {
+	on                         bool // upstream.resume; otherwise nothing is noted
+	fields, members, responses int
+	names                      []string
+}
+
+const (
+	maxDroppedNames = 16 // names listed; the counts are exact
+	maxDroppedName  = 64 // bytes of a name, cut at a character boundary
+)
+
+// add counts one dropped name (the key, a separator, the member) in n.
+func (d *dropped) add(n *int, key, sep, name string) {
+	if !d.on {
+		return
+	}
+	*n++
+	if len(d.names) < maxDroppedNames {
+		d.names = append(d.names, cutUTF8(key+sep+name, maxDroppedName))
+	}
+}
+
+// others notes the members of response r (an object) other than keep.
+func (d *dropped) others(p *parser, r int32, key string, keep ...string) {
+	if !d.on {
+		return
+	}
+	for _, m := range p.kids(r) {
+		if !slices.Contains(keep, m.key) {
+			d.add(&d.members, key, ".", m.key)
+		}
+	}
+}
+
+// unaskedKeys notes the responses in resp to keys not pending in pend (a
+// node of the state): never forwarded.
+func (d *dropped) unaskedKeys(p, sp *parser, resp, pend int32) {
+	if !d.on || p.kindOf(resp) != jObject {
+		return
+	}
+	for _, m := range p.kids(resp) {
+		if sp.get(pend, m.key) < 0 {
+			d.add(&d.responses, m.key, "", "")
+		}
+	}
+}
+
+// appendDropped adds "dropped" before the output's closing brace when
+// anything was left out: {"fields","members","responses","names"}.
+func (g *Guard) appendDropped(d *dropped) {
+	if d.fields+d.members+d.responses == 0 {
+		return
+	}
+	g.out = append(g.out[:len(g.out)-1], `,"dropped":{"fields":`...)
+	g.out = strconv.AppendInt(g.out, int64(d.fields), 10)
+	g.out = append(g.out, `,"members":`...)
+	g.out = strconv.AppendInt(g.out, int64(d.members), 10)
+	g.out = append(g.out, `,"responses":`...)
+	g.out = strconv.AppendInt(g.out, int64(d.responses), 10)
+	g.out = append(g.out, `,"names":[`...)
+	for i, n := range d.names {
+		if i > 0 {
+			g.out = append(g.out, ',')
+		}
+		g.out = appendString(g.out, n)
+	}
+	g.out = append(g.out, "]}}"...)
 }

@@ -257,9 +257,10 @@ func checkNumber(lit string) *Error {
 
 // formCheck is the verdict on one accepted form answer.
 type formCheck struct {
-	content  []byte // the answer, compact, without fields the form did not ask for
+	content  []byte // the answer without fields the form did not ask for
 	problems []problem
 	present  map[string]int32 // fields the user sent, by node
+	unasked  []string         // names of the fields the form did not ask for
 }
 
 type problem struct {
@@ -268,8 +269,11 @@ type problem struct {
 	missing bool
 }
 
-// checkForm validates the content of an accept against the form.
-func checkForm(p *parser, e *formEntry, content int32, dst []byte) (formCheck, *Error) {
+// checkForm validates the content of an accept against the form. The
+// asked fields are appended to dst compactly, or with raw set as the
+// client wrote each value (for an upstream, which reads the client's
+// bytes: the value checked is the value it gets).
+func checkForm(p *parser, e *formEntry, content int32, dst []byte, raw bool) (formCheck, *Error) {
 	var fc formCheck
 	if content >= 0 && p.kindOf(content) != jNull && p.kindOf(content) != jObject {
 		return fc, newError(CodeResponsesMalformed, "\"content\" of an accepted form must be an object")
@@ -287,7 +291,10 @@ func checkForm(p *parser, e *formEntry, content int32, dst []byte) (formCheck, *
 		}
 		for _, m := range p.kids(content) {
 			if e.prop(m.key) == nil {
-				continue // not asked for: dropped, never passed on
+				// Not asked for: dropped, never passed on (a server might
+				// read it as the answer to a later question).
+				fc.unasked = append(fc.unasked, m.key)
+				continue
 			}
 			if err := checkAnswerValue(p, m.val); err != nil {
 				return fc, err
@@ -304,7 +311,11 @@ func checkForm(p *parser, e *formEntry, content int32, dst []byte) (formCheck, *
 			first = false
 			dst = appendString(dst, m.key)
 			dst = append(dst, ':')
-			dst = p.appendCompact(dst, m.val)
+			if raw {
+				dst = append(dst, p.raw(m.val)...)
+			} else {
+				dst = p.appendCompact(dst, m.val)
+			}
 		}
 	}
 	fc.content = append(dst, '}')

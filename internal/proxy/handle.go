@@ -289,6 +289,7 @@ func (p *Proxy) resume(ctx context.Context, m *mcphttp.Message, body []byte, h h
 		s.Final(rpcError(m.ID, &jsonrpc.Error{Code: int64(e.JSONRPCCode()), Message: e.Message, Data: e.Data}))
 		return
 	}
+	p.noteDropped(m, out.Dropped)
 	if out.Status == host.InputRequired {
 		p.up.rounds.WithLabelValues("reasked").Inc()
 		p.metrics.Outcomes.WithLabelValues(targetLabel(ctx), "input_required").Inc()

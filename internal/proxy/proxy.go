@@ -99,6 +99,7 @@ type upMetrics struct {
 	seconds prometheus.Histogram   // mrtr_upstream_seconds
 	refused *prometheus.CounterVec // mrtr_upstream_refused_total{what}
 	rounds  *prometheus.CounterVec // mrtr_proxy_rounds_total{outcome}
+	dropped *prometheus.CounterVec // mrtr_proxy_dropped_answer_fields_total{kind}
 }
 
 // New builds a proxy.
@@ -137,6 +138,7 @@ func New(cfg Config) (*Proxy, error) {
 		}, []string{"outcome"}),
 	}
 	cfg.Registry.MustRegister(p.up.calls, p.up.seconds, p.up.refused, p.up.rounds)
+	p.up.dropped = newDroppedCounter(cfg.Registry)
 	p.tools = newScopedCache[toolList](maxPrivateCached, cfg.ToolsMinTTL, cfg.ToolsTTL)
 	p.discovery = newScopedCache[json.RawMessage](maxPrivateCached, cfg.ToolsMinTTL, cfg.ToolsTTL)
 	if p.cfg.Version == "" {
