@@ -40,7 +40,9 @@ func StartRedis(t testing.TB, extra ...string) *RedisProc {
 	testenv.Require(t, testenv.RedisServer)
 	p := &RedisProc{Port: FreePort(t), Dir: t.TempDir()}
 	p.args = append([]string{"--port", strconv.Itoa(p.Port), "--bind", "127.0.0.1", "--dir", p.Dir,
-		"--daemonize", "no", "--logfile", filepath.Join(p.Dir, "redis.log"), "--save", "", "--appendonly", "no"}, extra...)
+		"--daemonize", "no", "--logfile", filepath.Join(p.Dir, "redis.log"), "--save", "", "--appendonly", "no",
+		// Replicas sync at once rather than after Redis's 5 s default.
+		"--repl-diskless-sync-delay", "0"}, extra...)
 	p.Start(t)
 	t.Cleanup(p.Kill)
 	return p
@@ -134,14 +136,17 @@ func FreePort(t testing.TB) int {
 func StartReplica(t testing.TB, master *RedisProc, extra ...string) *RedisProc {
 	t.Helper()
 	r := StartRedis(t, append([]string{"--replicaof", "127.0.0.1", strconv.Itoa(master.Port)}, extra...)...)
-	if err := WaitFor(startupWait, func() bool {
-		v, err := r.Do(context.Background(), "INFO", "replication")
-		s, _ := v.(string)
-		return err == nil && strings.Contains(s, "master_link_status:up")
-	}); err != nil {
+	if err := WaitFor(startupWait, r.LinkUp); err != nil {
 		t.Fatalf("the replica on %s did not sync with %s; log:\n%s", r.Addr(), master.Addr(), r.LogTail())
 	}
 	return r
+}
+
+// LinkUp reports whether the server is a replica in sync with its master.
+func (p *RedisProc) LinkUp() bool {
+	v, err := p.Do(context.Background(), "INFO", "replication")
+	s, _ := v.(string)
+	return err == nil && strings.Contains(s, "master_link_status:up")
 }
 
 // RedisCluster is a Redis Cluster of a test's own: masters, each with
@@ -176,6 +181,12 @@ func StartCluster(t testing.TB, masters, replicas int, nodeTimeout time.Duration
 	}
 	if err := c.WaitOK(60 * time.Second); err != nil {
 		t.Fatal(err)
+	}
+	// A replica that never synced cannot be promoted.
+	for _, n := range c.Nodes {
+		if err := WaitFor(startupWait, func() bool { r := n.Role(); return r == "master" || n.LinkUp() }); err != nil {
+			t.Fatalf("the replica on %s did not sync; log:\n%s", n.Addr(), n.LogTail())
+		}
 	}
 	return c
 }

@@ -10,7 +10,6 @@ import (
 	"context"
 	"encoding/json"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -351,7 +350,7 @@ func TestFailoverSentinel(t *testing.T) {
 					if _, err := s.Master.Do(context.Background(), "REPLICAOF", "127.0.0.1", strconv.Itoa(s.Replicas[0].Port)); err != nil {
 						t.Error(err)
 					}
-					if err := ledgertest.WaitFor(30*time.Second, func() bool { return linkUp(s.Master) }); err != nil {
+					if err := ledgertest.WaitFor(30*time.Second, func() bool { return s.Master.LinkUp() }); err != nil {
 						t.Errorf("the old master did not sync as a replica: %v", err)
 					}
 				}
@@ -378,10 +377,4 @@ func replicaOf(n *ledgertest.RedisProc) int {
 
 func waitRole(n *ledgertest.RedisProc, role string, within time.Duration) error {
 	return ledgertest.WaitFor(within, func() bool { return n.Role() == role })
-}
-
-func linkUp(n *ledgertest.RedisProc) bool {
-	v, err := n.Do(context.Background(), "INFO", "replication")
-	s, _ := v.(string)
-	return err == nil && strings.Contains(s, "master_link_status:up")
 }

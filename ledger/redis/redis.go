@@ -119,6 +119,7 @@ func (r *redisLedger) Claim(ctx context.Context, op string, fp ledger.Fingerprin
 			return ledger.Claim{}, err
 		}
 		v, err := r.c.Get(ctx, k).Bytes()
+		r.stale(err)
 		if errors.Is(err, goredis.Nil) {
 			// Released or expired in between: try again.
 			if attempt < 3 {
@@ -174,7 +175,7 @@ func (r *redisLedger) Release(ctx context.Context, op, token string) error {
 	if err := opcheck.Op(op); err != nil {
 		return err
 	}
-	return releaseScript.Run(ctx, r.c, []string{r.key(op)}, token).Err()
+	return r.stale(releaseScript.Run(ctx, r.c, []string{r.key(op)}, token).Err())
 }
 
 func (r *redisLedger) Get(ctx context.Context, op string) (ledger.Entry, error) {
@@ -182,6 +183,7 @@ func (r *redisLedger) Get(ctx context.Context, op string) (ledger.Entry, error) 
 		return ledger.Entry{}, err
 	}
 	v, err := r.c.Get(ctx, r.key(op)).Bytes()
+	r.stale(err)
 	if errors.Is(err, goredis.Nil) {
 		return ledger.Entry{}, nil
 	}
@@ -201,7 +203,7 @@ func (r *redisLedger) Get(ctx context.Context, op string) (ledger.Entry, error) 
 	return e, nil
 }
 
-func (r *redisLedger) Ping(ctx context.Context) error { return r.c.Ping(ctx).Err() }
+func (r *redisLedger) Ping(ctx context.Context) error { return r.stale(r.c.Ping(ctx).Err()) }
 
 func (r *redisLedger) Close() error {
 	if r.owned {
@@ -217,17 +219,16 @@ func (r *redisLedger) Close() error {
 // acknowledged.
 func (r *redisLedger) write(ctx context.Context, key string, do func(c commander) goredis.Cmder) error {
 	if r.waitN == 0 {
-		return do(r.c).Err()
+		return r.stale(do(r.c).Err())
 	}
 	var node interface {
 		Pipelined(context.Context, func(goredis.Pipeliner) error) ([]goredis.Cmder, error)
 	} = r.c
-	cc, isCluster := r.c.(*goredis.ClusterClient)
-	if isCluster {
+	if cc, ok := r.c.(*goredis.ClusterClient); ok {
 		// A cluster client would send the keyless WAIT to any node.
 		n, err := cc.MasterForKey(ctx, key)
 		if err != nil {
-			return err
+			return r.stale(err)
 		}
 		node = n
 	}
@@ -239,15 +240,10 @@ func (r *redisLedger) write(ctx context.Context, key string, do func(c commander
 		return nil
 	})
 	if err := cmd.Err(); err != nil {
-		if isCluster && !errors.Is(err, goredis.Nil) {
-			// MOVED, or a master gone: the slot map is stale. The
-			// caller fails closed; the next call finds the new master.
-			cc.ReloadState(ctx)
-		}
-		return err
+		return r.stale(err)
 	}
 	if err := wait.Err(); err != nil {
-		return err
+		return r.stale(err)
 	}
 	if wait.Val() < int64(r.waitN) {
 		return ErrNotReplicated
@@ -259,6 +255,20 @@ func (r *redisLedger) write(ctx context.Context, key string, do func(c commander
 type commander interface {
 	goredis.Scripter
 	Do(ctx context.Context, args ...any) *goredis.Cmd
+}
+
+// stale passes err on. A cluster client learns a new slot map from a
+// MOVED reply or once a minute, not from a master that stopped
+// answering: after any error but a missing key, ask it to reload now
+// (go-redis coalesces the reloads), so that calls after a failover find
+// the promoted replica instead of failing until the minute is over.
+func (r *redisLedger) stale(err error) error {
+	if err != nil && !errors.Is(err, goredis.Nil) {
+		if cc, ok := r.c.(*goredis.ClusterClient); ok {
+			cc.ReloadState(context.Background())
+		}
+	}
+	return err
 }
 
 // runScript runs s through write: EVALSHA, and EVAL when the server does
