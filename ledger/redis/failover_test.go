@@ -9,6 +9,7 @@ package redis
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -377,4 +378,71 @@ func replicaOf(n *ledgertest.RedisProc) int {
 
 func waitRole(n *ledgertest.RedisProc, role string, within time.Duration) error {
 	return ledgertest.WaitFor(within, func() bool { return n.Role() == role })
+}
+
+// TestReplicaAck is what wait_replicas buys, shown without a failover
+// detector: the replica is promoted (REPLICAOF NO ONE, as after a
+// partition) while this client still talks to the old master, which is
+// then killed. Without WAIT a result that Finish reported stored is gone
+// from the new master (a replay would run the effect again); with WAIT
+// the claim fails closed, so no effect runs that the new master does not
+// know of, and what was acknowledged before survives.
+func TestReplicaAck(t *testing.T) {
+	for _, wait := range []bool{false, true} {
+		t.Run("wait="+strconv.FormatBool(wait), func(t *testing.T) {
+			ctx := context.Background()
+			m := ledgertest.StartRedis(t)
+			rep := ledgertest.StartReplica(t, m)
+			setting := m.URL()
+			if wait {
+				setting += "?wait_replicas=1&wait_timeout=100ms"
+			}
+			l, err := ledger.Open(ctx, setting)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			fp := ledgertest.FP("a")
+			opA, opB := ledgertest.NewOp(t), ledgertest.NewOp(t)
+			c := ledgertest.MustClaim(t, l, opA, fp, time.Minute, ledger.Acquired)
+			if err := l.Finish(ctx, opA, c.Token, fp, []byte("A"), time.Hour); err != nil {
+				t.Fatal(err)
+			}
+
+			if _, err := rep.Do(ctx, "REPLICAOF", "NO", "ONE"); err != nil {
+				t.Fatal(err)
+			}
+			c, err = l.Claim(ctx, opB, fp, time.Minute)
+			if wait {
+				if !errors.Is(err, ErrNotReplicated) {
+					t.Fatalf("a claim no replica acknowledged: %v %v", c, err)
+				}
+				// Released: a retry need not wait for the lease.
+				ledgertest.MustGet(t, l, opB, ledger.Absent)
+			} else {
+				if err != nil || c.Status != ledger.Acquired {
+					t.Fatal(c, err)
+				}
+				if err := l.Finish(ctx, opB, c.Token, fp, []byte("B"), time.Hour); err != nil {
+					t.Fatal(err)
+				}
+			}
+			m.Kill()
+
+			promoted, err := ledger.Open(ctx, rep.URL())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer promoted.Close()
+			if wait {
+				// Acknowledged before the promotion: it survived.
+				ledgertest.MustGet(t, promoted, opA, ledger.Done)
+			} else {
+				e, err := promoted.Get(ctx, opA)
+				t.Logf("without WAIT, the result finished just before the promotion is %v on the new master (%v)", e.State, err)
+			}
+			// B ran its effect only without WAIT, and its result is lost.
+			ledgertest.MustGet(t, promoted, opB, ledger.Absent)
+		})
+	}
 }
