@@ -78,7 +78,7 @@ var fleetSchema = json.RawMessage(`{"type":"object","properties":{"name":{"type"
 
 // newFleetUser asks and answers one form: a complete outcome with an
 // operation of its own.
-func newFleetUser(t *testing.T, g *host.Guard, l *redisLedger, i int) *fleetUser {
+func newFleetUser(t testing.TB, g *host.Guard, i int) *fleetUser {
 	t.Helper()
 	ctx := context.Background()
 	req := &host.Request{Principal: "user" + strconv.Itoa(i) + "@example.com", Method: "tools/call", Target: "book_demo_call",
@@ -93,7 +93,7 @@ func newFleetUser(t *testing.T, g *host.Guard, l *redisLedger, i int) *fleetUser
 	if err != nil || o.Status != host.Complete {
 		t.Fatalf("resume: %v", err)
 	}
-	return &fleetUser{out: o, key: l.key(o.OperationID)}
+	return &fleetUser{out: o}
 }
 
 // fleetStats is what a run saw.
@@ -226,7 +226,8 @@ func firstSuccess(t *testing.T, g *host.Guard, u *fleetUser, since time.Time) ti
 func newFleetUsers(t *testing.T, g *host.Guard, l *redisLedger, n int) []*fleetUser {
 	users := make([]*fleetUser, n)
 	for i := range users {
-		users[i] = newFleetUser(t, g, l, i)
+		users[i] = newFleetUser(t, g, i)
+		users[i].key = l.key(users[i].out.OperationID)
 	}
 	return users
 }
