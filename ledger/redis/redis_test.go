@@ -28,6 +28,31 @@ func TestContract(t *testing.T) {
 	ledgertest.Contract(t, ledgertest.Wall, func(t *testing.T) ledger.Ledger { return ledgertest.OpenRedis(t) })
 }
 
+// The contract on the other deployments, on private servers: a Redis
+// Cluster (every script in one slot) and a master whose writes wait for
+// its replica (WAIT). Each subtest opens a ledger under its own prefix.
+func TestContractDeployments(t *testing.T) {
+	m := ledgertest.StartRedis(t)
+	ledgertest.StartReplica(t, m)
+	cluster := ledgertest.StartCluster(t, 3, 1, 5*time.Second)
+	for _, c := range []struct{ name, setting string }{
+		{"cluster", cluster.URL() + "&"},
+		{"wait", m.URL() + "?wait_replicas=1&wait_timeout=2s&"},
+		{"cluster+wait", cluster.URL() + "&wait_replicas=1&wait_timeout=2s&"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ledgertest.Contract(t, ledgertest.Wall, func(t *testing.T) ledger.Ledger {
+				l, err := ledger.Open(context.Background(), c.setting+"prefix="+ledgertest.NewOp(t)+":")
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = l.Close() })
+				return l
+			})
+		})
+	}
+}
+
 func TestOpenSettings(t *testing.T) {
 	ctx := context.Background()
 	for _, s := range []string{"redis://%zz", "redis://h:6379/0?bogus=1"} {
