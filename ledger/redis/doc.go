@@ -20,6 +20,8 @@
 //	password_file=/path          the password of the data nodes, from the file's
 //	                             first line (instead of one in the URL)
 //	sentinel_password_file=/path the sentinels' password (redis+sentinel:// only)
+//	tls_ca_file=/path            PEM certificates the server's must chain to,
+//	                             instead of the system's (rediss… only)
 //	wait_replicas=1              a claim and a result count only once this many
 //	                             replicas acknowledged them (WAIT); otherwise the
 //	                             call fails closed (ErrNotReplicated, retryable)

@@ -1,6 +1,8 @@
 package redis
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/url"
@@ -55,8 +57,8 @@ var errNoParse = errors.New("ledger: the redis URL does not parse (not shown: it
 
 // openURL parses a setting with go-redis's own parsers (ParseURL,
 // ParseClusterURL, ParseFailoverURL) after taking out the options that
-// are ours: prefix, password_file, sentinel_password_file, wait_replicas
-// and wait_timeout.
+// are ours: prefix, password_file, sentinel_password_file, tls_ca_file,
+// wait_replicas and wait_timeout.
 func openURL(setting string, o ledger.Options) (ledger.Ledger, error) {
 	u, err := url.Parse(setting)
 	if err != nil {
@@ -86,6 +88,10 @@ func openURL(setting string, o ledger.Options) (ledger.Ledger, error) {
 	if sentinelPassword != "" && sc.kind != kindSentinel {
 		return nil, errors.New("ledger: redis: sentinel_password_file is for redis+sentinel:// only")
 	}
+	roots, err := caFile(q, sc.base == "rediss")
+	if err != nil {
+		return nil, err
+	}
 	_, hasQueryPassword := q["password"]
 	u.RawQuery = q.Encode()
 
@@ -102,6 +108,7 @@ func openURL(setting string, o ledger.Options) (ledger.Ledger, error) {
 		}
 		k = knobs{&ro.ContextTimeoutEnabled, &ro.DialTimeout, &ro.ReadTimeout, &ro.WriteTimeout, &ro.DialerRetries, &ro.DialerRetryTimeout, &ro.MaxRetries, &ro.Protocol, &ro.DisableIdentity}
 		k.tune(q)
+		trust(ro.TLSConfig, roots)
 		r.addrs = []string{ro.Addr}
 		r.c = goredis.NewClient(ro)
 	case kindCluster:
@@ -114,6 +121,7 @@ func openURL(setting string, o ledger.Options) (ledger.Ledger, error) {
 		}
 		k = knobs{&co.ContextTimeoutEnabled, &co.DialTimeout, &co.ReadTimeout, &co.WriteTimeout, &co.DialerRetries, &co.DialerRetryTimeout, &co.MaxRetries, &co.Protocol, &co.DisableIdentity}
 		k.tune(q)
+		trust(co.TLSConfig, roots)
 		r.addrs = co.Addrs
 		r.c = goredis.NewClusterClient(co)
 	case kindSentinel:
@@ -137,6 +145,7 @@ func openURL(setting string, o ledger.Options) (ledger.Ledger, error) {
 		}
 		k = knobs{&fo.ContextTimeoutEnabled, &fo.DialTimeout, &fo.ReadTimeout, &fo.WriteTimeout, &fo.DialerRetries, &fo.DialerRetryTimeout, &fo.MaxRetries, &fo.Protocol, &fo.DisableIdentity}
 		k.tune(q)
+		trust(fo.TLSConfig, roots)
 		r.addrs, r.master = fo.SentinelAddrs, fo.MasterName
 		r.c = goredis.NewFailoverClient(fo)
 	}
@@ -187,6 +196,38 @@ func secretFile(q url.Values, name string) (string, error) {
 		return "", fmt.Errorf("ledger: redis: %s: the file is empty", name)
 	}
 	return line, nil
+}
+
+// caFile reads the PEM certificates tls_ca_file names (and removes the
+// option): the authorities a rediss:// server's certificate must chain
+// to, instead of the system's.
+func caFile(q url.Values, isTLS bool) (*x509.CertPool, error) {
+	v, ok := q["tls_ca_file"]
+	if !ok {
+		return nil, nil
+	}
+	q.Del("tls_ca_file")
+	if !isTLS {
+		return nil, errors.New("ledger: redis: tls_ca_file needs a TLS scheme (rediss://, rediss+cluster://, rediss+sentinel://)")
+	}
+	if len(v) != 1 || v[0] == "" {
+		return nil, errors.New("ledger: redis: tls_ca_file wants one path")
+	}
+	pem, err := os.ReadFile(v[0])
+	if err != nil {
+		return nil, fmt.Errorf("ledger: redis: tls_ca_file: cannot read it: %w", errors.Unwrap(err))
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, errors.New("ledger: redis: tls_ca_file holds no PEM certificate")
+	}
+	return pool, nil
+}
+
+func trust(c *tls.Config, roots *x509.CertPool) {
+	if c != nil && roots != nil {
+		c.RootCAs = roots
+	}
 }
 
 // waitOptions reads wait_replicas and wait_timeout into o (and removes

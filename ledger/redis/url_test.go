@@ -124,6 +124,8 @@ func TestOpenRefuses(t *testing.T) {
 		{"redis+cluster://:hunter2@h:7000?addr=nonsense", "cluster URL is not valid"},
 		{"redis+sentinel://:hunter2@h:26379?master_name=m&bogus=hunter2", "sentinel URL is not valid"},
 		{"redis+cluster://:hunter2@%zz:7000", "does not parse"},
+		{"redis://:hunter2@h:6379/0?tls_ca_file=" + pwFile, "needs a TLS scheme"},
+		{"rediss://:hunter2@h:6379/0?tls_ca_file=" + pwFile, "holds no PEM certificate"},
 	} {
 		_, err := ledger.Open(ctx, c.setting)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
