@@ -25,7 +25,8 @@
 //	wait_replicas=1              a claim and a result count only once this many
 //	                             replicas acknowledged them (WAIT); otherwise the
 //	                             call fails closed (ErrNotReplicated, retryable)
-//	wait_timeout=100ms           how long WAIT waits (default 100ms)
+//	wait_timeout=100ms           how long WAIT waits (default 100ms); keep it
+//	                             under the guard's ledger timeout (1 s by default)
 //
 // Passwords never appear in errors, and the ledger prints and logs only
 // its deployment, addresses, prefix and WAIT setting.

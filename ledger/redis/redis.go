@@ -79,13 +79,13 @@ func init() {
 	}, schemeNames()...)
 }
 
-// New keeps the ledger in the Redis that c talks to (a single node, a
-// Cluster or a Sentinel-managed master). c stays the caller's: Close does
+// New keeps the ledger in the Redis that c talks to (a *goredis.Client,
+// for one node or a Sentinel-managed master, or a *goredis.ClusterClient). c stays the caller's: Close does
 // not close it. ledger.WithReplicaAck makes claims and results wait for
 // replicas.
 func New(c goredis.UniversalClient, opts ...ledger.Option) ledger.Ledger {
 	o := ledger.ApplyOptions(opts...)
-	r := &redisLedger{c: c, prefix: o.Prefix, kind: "client", waitN: o.WaitReplicas, waitTimeout: o.WaitTimeout}
+	r := &redisLedger{c: c, prefix: o.Prefix, kind: "client", waitN: max(o.WaitReplicas, 0), waitTimeout: o.WaitTimeout}
 	if r.waitN > 0 && r.waitTimeout <= 0 {
 		r.waitTimeout = defaultWaitTimeout
 	}
