@@ -162,9 +162,11 @@ type RedisCluster struct {
 func StartCluster(t testing.TB, masters, replicas int, nodeTimeout time.Duration, extra ...string) *RedisCluster {
 	t.Helper()
 	testenv.Require(t, testenv.RedisServer)
-	if _, err := exec.LookPath("redis-cli"); err != nil {
-		t.Skip("testenv: skipped: redis-cli is missing (install Debian's redis-tools)")
+	cli, err := exec.LookPath("redis-cli")
+	if err != nil {
+		cli = "redis-cli in PATH"
 	}
+	testenv.RequireFile(t, "redis-cli", cli, "install Debian's redis-tools")
 	c := &RedisCluster{}
 	create := []string{"--cluster", "create"}
 	for i := 0; i < masters*(1+replicas); i++ {
