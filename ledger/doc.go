@@ -31,7 +31,7 @@
 // Open accept its scheme (the mrtr-wasm command imports both):
 //
 //		import _ "github.com/mrtr-wasm/mrtr-wasm/ledger/sqlite" // sqlite:, file:; or sqlite.Open(ctx, path)
-//		import _ "github.com/mrtr-wasm/mrtr-wasm/ledger/redis"  // redis://; or redis.New(client)
+//		import _ "github.com/mrtr-wasm/mrtr-wasm/ledger/redis"  // redis://, redis+cluster://, redis+sentinel://; or redis.New(client)
 //
 //	  - "memory:" (the default): this process only, bounded in entries
 //	    (WithMaxEntries, memory:?max=N), in bytes (WithMaxBytes,
@@ -51,9 +51,18 @@
 //	    and replayed after it runs again, and an effect running across the
 //	    restart can be claimed a second time. Run production Redis with
 //	    appendonly yes (appendfsync always for the strongest guarantee,
-//	    everysec to risk one second), and with a replica that cannot lose
-//	    acknowledged writes on failover if you use one (WAIT, or accept that
-//	    an asynchronous replica may).
+//	    everysec to risk one second).
+//	  - "redis+cluster://h1:7000?addr=h2:7000" (Redis Cluster) and
+//	    "redis+sentinel://s1:26379?master_name=m&addr=s2:26379" (a master
+//	    that Sentinel fails over); rediss… for TLS, valkey… alike. Every
+//	    command and script touches one key, so one hash slot. Replication
+//	    is asynchronous: a master that dies can take its last acknowledged
+//	    claims and results with it, and the promoted replica then lets a
+//	    replay run the effect again. wait_replicas=1 closes that window:
+//	    each claim and result counts only once a replica acknowledged it
+//	    (WAIT), else the call fails closed; it costs a replication round
+//	    trip per write, and claims fail while no replica is in sync. See
+//	    package ledger/redis for every option.
 //
 // # What Once can and cannot promise
 //

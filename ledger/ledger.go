@@ -128,6 +128,10 @@ type Options struct {
 	MaxEntries int
 	// MaxBytes bounds the bytes of the memory ledger's live entries.
 	MaxBytes int64
+	// WaitReplicas and WaitTimeout: Redis waits (WAIT) for this many
+	// replicas to acknowledge each claim and result (0: it does not).
+	WaitReplicas int
+	WaitTimeout  time.Duration
 }
 
 type fullBytes struct{}
@@ -165,6 +169,16 @@ func WithMaxEntries(n int) Option { return func(o *Options) { o.MaxEntries = n }
 // memory already.
 func WithMaxBytes(n int64) Option { return func(o *Options) { o.MaxBytes = n } }
 
+// WithReplicaAck makes the Redis ledger wait until n replicas
+// acknowledge each claim and each result (Redis WAIT), at most timeout,
+// before the effect runs or Finish returns. Unacknowledged, the call
+// fails closed with a retryable error. An acknowledged claim or result
+// survives a failover to a replica that acknowledged it; an
+// asynchronous replica without it may lose the last writes.
+func WithReplicaAck(n int, timeout time.Duration) Option {
+	return func(o *Options) { o.WaitReplicas, o.WaitTimeout = n, timeout }
+}
+
 const (
 	defaultPrefix     = "mrtr:op:"
 	defaultMaxEntries = 1 << 20
@@ -195,7 +209,10 @@ func Register(open Opener, schemes ...string) {
 
 // backendPackage names the package that registers a scheme, for the
 // error when it is not linked in.
-var backendPackage = map[string]string{"sqlite": "sqlite", "file": "sqlite", "redis": "redis", "rediss": "redis"}
+var backendPackage = map[string]string{"sqlite": "sqlite", "file": "sqlite", "redis": "redis", "rediss": "redis",
+	"redis+cluster": "redis", "rediss+cluster": "redis", "redis+sentinel": "redis", "rediss+sentinel": "redis",
+	"valkey": "redis", "valkeys": "redis", "valkey+cluster": "redis", "valkeys+cluster": "redis",
+	"valkey+sentinel": "redis", "valkeys+sentinel": "redis"}
 
 // Open opens the ledger a URL-like setting names:
 //
@@ -204,6 +221,10 @@ var backendPackage = map[string]string{"sqlite": "sqlite", "file": "sqlite", "re
 //	sqlite:/var/lib/mrtr/ledger.db  an embedded SQLite file (also file:…), created on first use
 //	redis://host:6379/0           Redis, for several instances (rediss:// for TLS;
 //	                              ?prefix=… sets the key prefix)
+//	redis+cluster://h1:7000?addr=h2:7000  Redis Cluster from its seed nodes
+//	redis+sentinel://s1:26379?master_name=m&addr=s2:26379  the master a Sentinel set names
+//	                              (see ledger/redis for every option: password_file,
+//	                              wait_replicas, wait_timeout; valkey… schemes alike)
 //
 // memory: is always there; sqlite: and redis:// need their package
 // imported (see Register). Open does not fail when Redis is down
@@ -225,7 +246,7 @@ func Open(ctx context.Context, setting string, opts ...Option) (Ledger, error) {
 	if pkg, ok := backendPackage[scheme]; ok {
 		return nil, fmt.Errorf("ledger: the %s: backend is not linked into this program: import _ \"github.com/mrtr-wasm/mrtr-wasm/ledger/%s\"", scheme, pkg)
 	}
-	return nil, fmt.Errorf("ledger: unknown ledger scheme %q (want memory:, sqlite:, file: or redis://)", scheme)
+	return nil, fmt.Errorf("ledger: unknown ledger scheme %q (want memory:, sqlite:, file:, redis://, redis+cluster:// or redis+sentinel://)", scheme)
 }
 
 func openMemory(rest string, o Options) (Ledger, error) {

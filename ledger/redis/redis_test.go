@@ -2,9 +2,12 @@ package redis
 
 import (
 	"context"
+	"errors"
 	"net"
 	"os"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,6 +29,31 @@ func TestMain(m *testing.M) {
 // poll.
 func TestContract(t *testing.T) {
 	ledgertest.Contract(t, ledgertest.Wall, func(t *testing.T) ledger.Ledger { return ledgertest.OpenRedis(t) })
+}
+
+// The contract on the other deployments, on private servers: a Redis
+// Cluster (every script in one slot) and a master whose writes wait for
+// its replica (WAIT). Each subtest opens a ledger under its own prefix.
+func TestContractDeployments(t *testing.T) {
+	m := ledgertest.StartRedis(t)
+	ledgertest.StartReplica(t, m)
+	cluster := ledgertest.StartCluster(t, 3, 1, 5*time.Second)
+	for _, c := range []struct{ name, setting string }{
+		{"cluster", cluster.URL() + "&"},
+		{"wait", m.URL() + "?wait_replicas=1&wait_timeout=2s&"},
+		{"cluster+wait", cluster.URL() + "&wait_replicas=1&wait_timeout=2s&"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ledgertest.Contract(t, ledgertest.Wall, func(t *testing.T) ledger.Ledger {
+				l, err := ledger.Open(context.Background(), c.setting+"prefix="+ledgertest.NewOp(t)+":")
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = l.Close() })
+				return l
+			})
+		})
+	}
 }
 
 func TestOpenSettings(t *testing.T) {
@@ -154,5 +182,74 @@ func TestRedisStoredFormat(t *testing.T) {
 	}
 	if ttl, err := l.c.PTTL(ctx, l.key(op)).Result(); err != nil || ttl <= time.Minute || ttl > time.Hour {
 		t.Fatalf("result without its TTL: PTTL %v %v", ttl, err)
+	}
+}
+
+// replayFirstSet makes the client send the first SET twice and return the
+// second reply: what the client's own retry does after the first reply
+// was lost (the SET landed, the retry finds the key taken). between runs
+// between the two.
+type replayFirstSet struct {
+	done    atomic.Bool
+	between func()
+}
+
+func (h *replayFirstSet) DialHook(next goredis.DialHook) goredis.DialHook { return next }
+
+func (h *replayFirstSet) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook {
+	return func(ctx context.Context, cmd goredis.Cmder) error {
+		if cmd.Name() == "set" && h.done.CompareAndSwap(false, true) {
+			_ = next(ctx, cmd)
+			h.between()
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (h *replayFirstSet) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []goredis.Cmder) error {
+		if len(cmds) > 0 && cmds[0].Name() == "set" && h.done.CompareAndSwap(false, true) {
+			_ = next(ctx, cmds)
+			h.between()
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// TestClaimRetriedSet: a claim whose SET the client sent twice is still
+// the caller's (the entry holds its token). With WAIT, the WAIT that went
+// with the retry proves nothing, so Claim asks again: here the replica
+// left in between, and the claim fails closed.
+func TestClaimRetriedSet(t *testing.T) {
+	m := ledgertest.StartRedis(t)
+	rep := ledgertest.StartReplica(t, m)
+	for _, wait := range []bool{false, true} {
+		t.Run("wait="+strconv.FormatBool(wait), func(t *testing.T) {
+			ctx := context.Background()
+			c := goredis.NewClient(&goredis.Options{Addr: m.Addr(), Protocol: 2, DisableIdentity: true})
+			defer c.Close()
+			h := &replayFirstSet{between: func() {}}
+			c.AddHook(h)
+			op, fp := ledgertest.NewOp(t), ledgertest.FP("a")
+			if !wait {
+				l := New(c)
+				cl := ledgertest.MustClaim(t, l, op, fp, time.Minute, ledger.Acquired)
+				if err := l.Finish(ctx, op, cl.Token, fp, []byte("R"), time.Hour); err != nil {
+					t.Fatal(err)
+				}
+				ledgertest.MustClaim(t, l, op, fp, time.Minute, ledger.Finished)
+				return
+			}
+			l := New(c, ledger.WithReplicaAck(1, 200*time.Millisecond))
+			h.between = func() {
+				if _, err := rep.Do(ctx, "REPLICAOF", "NO", "ONE"); err != nil {
+					t.Error(err)
+				}
+			}
+			if cl, err := l.Claim(ctx, op, fp, time.Minute); !errors.Is(err, ErrNotReplicated) {
+				t.Fatalf("a retried claim no replica acknowledged: %v %v", cl, err)
+			}
+			ledgertest.MustGet(t, l, op, ledger.Absent)
+		})
 	}
 }
