@@ -20,7 +20,8 @@ func FuzzVerify(f *testing.F) {
 		f.Add(s)
 	}
 	v := &Verifier{issuer: "https://as.example", audience: "https://rs.example/mcp",
-		limiter: rate.NewLimiter(0, 0), cache: map[[32]byte]*Claims{}, now: time.Now}
+		limiter: rate.NewLimiter(0, 0), cache: map[[32]byte]cachedToken{}, now: time.Now,
+		nextRefresh: time.Now().Add(RefreshMax)} // no JWKS to refresh
 	f.Fuzz(func(t *testing.T, tok string) {
 		c, err := v.Verify(context.Background(), tok)
 		var te *TokenError

@@ -2,6 +2,7 @@ package identity
 
 import (
 	"context"
+	"crypto"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
@@ -10,8 +11,10 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
@@ -127,9 +130,16 @@ func Discover(ctx context.Context, client *http.Client, issuer string) (*Provide
 }
 
 func getJSON(ctx context.Context, client *http.Client, where string, v any) error {
+	_, err := getJSONHeader(ctx, client, where, v)
+	return err
+}
+
+// getJSONHeader is getJSON that also returns the response's header (for
+// its Cache-Control).
+func getJSONHeader(ctx context.Context, client *http.Client, where string, v any) (http.Header, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, where, nil)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	req.Header.Set("Accept", "application/json")
 	c := *client
@@ -144,40 +154,76 @@ func getJSON(ctx context.Context, client *http.Client, where string, v any) erro
 	}
 	res, err := c.Do(req)
 	if err != nil {
-		return fmt.Errorf("GET %s: %w", where, err)
+		return nil, fmt.Errorf("GET %s: %w", where, err)
 	}
 	defer res.Body.Close()
 	if res.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %s", where, res.Status)
+		return nil, fmt.Errorf("GET %s: %s", where, res.Status)
 	}
 	if err := json.NewDecoder(io.LimitReader(res.Body, 1<<20)).Decode(v); err != nil {
-		return fmt.Errorf("GET %s: not JSON: %w", where, err)
+		return nil, fmt.Errorf("GET %s: not JSON: %w", where, err)
 	}
-	return nil
+	return res.Header, nil
 }
 
 // Verifier checks JWTs of one issuer for one audience. Its JWKS is
-// fetched at start and again when a token names a kid it does not know,
-// at most refetchBurst times in a row and then once per refetchEvery, so
-// garbage kids cannot make it hammer the issuer. A verified token is
-// remembered by its SHA-256 until it expires: a client sends the same
-// token on every request, and the second check is a hash and a map
-// lookup instead of an RSA verification.
+// fetched at start, again when a token names a kid it does not know (at
+// most refetchBurst times in a row and then once per refetchEvery, so
+// garbage kids cannot make it hammer the issuer), and on a schedule: the
+// JWKS response's Cache-Control max-age (less its Age), clamped to
+// [RefreshMin, RefreshMax], RefreshDefault without one. The scheduled
+// read runs in the background when a token arrives after it is due; an
+// attacker holding a key the issuer has dropped names its old kid and
+// never causes an unknown-kid refetch, so only the schedule retires it.
+// A failed read keeps the keys it has and tries again after
+// refreshRetry.
+//
+// A verified token is remembered by its SHA-256 until it expires, with
+// the RFC 7638 thumbprint of the key that verified it: a client sends the
+// same token on every request, and the second check is a hash and two map
+// lookups instead of an RSA verification. A remembered token whose key
+// has left the JWKS is verified again (and so refused).
 type Verifier struct {
 	issuer, audience string
 	jwksURI          string
 	client           *http.Client
 	limiter          *rate.Limiter
-	fetchMu          sync.Mutex // one refetch at a time
+	fetchMu          sync.Mutex // one fetch at a time
+	refreshing       atomic.Bool
 
-	mu   sync.RWMutex
-	keys []jose.JSONWebKey
+	mu          sync.RWMutex
+	keys        []verifyingKey
+	known       map[string]bool // thumbprints of keys
+	nextRefresh time.Time
 
 	cacheMu sync.Mutex
-	cache   map[[32]byte]*Claims
+	cache   map[[32]byte]cachedToken
 
 	// now is the clock; tests replace it (never public API).
 	now func() time.Time
+}
+
+// The bounds of the scheduled JWKS refresh: an issuer's max-age below
+// RefreshMin would make every instance poll it, and one above RefreshMax
+// (or none: RefreshDefault) would keep a dropped key trusted for longer
+// than an operator expects after revoking it.
+const (
+	RefreshMin     = 5 * time.Minute
+	RefreshMax     = time.Hour
+	RefreshDefault = 15 * time.Minute
+	refreshRetry   = time.Minute // after a failed scheduled read
+)
+
+// verifyingKey is a key of the JWKS and its RFC 7638 thumbprint.
+type verifyingKey struct {
+	jose.JSONWebKey
+	thumb string
+}
+
+// cachedToken is a verified token and the thumbprint of its key.
+type cachedToken struct {
+	claims *Claims
+	key    string
 }
 
 const (
@@ -207,7 +253,7 @@ func NewVerifier(ctx context.Context, client *http.Client, issuer, audience, jwk
 	v := &Verifier{
 		issuer: issuer, audience: audience, jwksURI: jwksURI, client: client,
 		limiter: rate.NewLimiter(rate.Every(refetchEvery), refetchBurst),
-		cache:   map[[32]byte]*Claims{},
+		cache:   map[[32]byte]cachedToken{},
 		now:     time.Now,
 	}
 	if err := v.fetch(ctx); err != nil {
@@ -216,22 +262,106 @@ func NewVerifier(ctx context.Context, client *http.Client, issuer, audience, jwk
 	return v, nil
 }
 
+// fetch reads the JWKS, replaces the keys, schedules the next read and
+// forgets the tokens whose key is gone. The caller holds fetchMu (or is
+// NewVerifier).
 func (v *Verifier) fetch(ctx context.Context) error {
 	var set jose.JSONWebKeySet
-	if err := getJSON(ctx, v.client, v.jwksURI, &set); err != nil {
+	h, err := getJSONHeader(ctx, v.client, v.jwksURI, &set)
+	if err != nil {
 		return err
 	}
-	var keys []jose.JSONWebKey
+	var keys []verifyingKey
+	known := map[string]bool{}
 	for _, k := range set.Keys {
 		if !k.IsPublic() || (k.Use != "" && k.Use != "sig") || !algAllowed(k.Algorithm, true) {
 			continue
 		}
-		keys = append(keys, k)
+		t, err := k.Thumbprint(crypto.SHA256)
+		if err != nil {
+			continue
+		}
+		keys = append(keys, verifyingKey{k, string(t)})
+		known[string(t)] = true
 	}
 	v.mu.Lock()
-	v.keys = keys
+	v.keys, v.known = keys, known
+	v.nextRefresh = v.now().Add(refreshAfter(h))
 	v.mu.Unlock()
+	v.cacheMu.Lock()
+	for sum, c := range v.cache {
+		if !known[c.key] {
+			delete(v.cache, sum)
+		}
+	}
+	v.cacheMu.Unlock()
 	return nil
+}
+
+// refreshAfter is how long a JWKS response stays fresh: its max-age less
+// its Age, within [RefreshMin, RefreshMax]; RefreshMin for no-store,
+// no-cache or a malformed max-age, RefreshDefault without a max-age.
+// (Hand-written: github.com/lestrrat-go/httpcc, the parser at hand,
+// panics on "max-age=", and an issuer must not be able to crash us. Only
+// these three directives matter, and the result is clamped anyway.)
+func refreshAfter(h http.Header) time.Duration {
+	var secs uint64
+	seen := false
+	for _, v := range h.Values("Cache-Control") {
+		for _, dir := range strings.Split(v, ",") {
+			name, val, _ := strings.Cut(dir, "=")
+			switch strings.ToLower(strings.TrimSpace(name)) {
+			case "no-store", "no-cache":
+				return RefreshMin
+			case "max-age":
+				n, err := strconv.ParseUint(strings.Trim(strings.TrimSpace(val), `"`), 10, 64)
+				if err != nil {
+					return RefreshMin
+				}
+				secs, seen = n, true
+			}
+		}
+	}
+	if !seen {
+		return RefreshDefault
+	}
+	if age, err := strconv.ParseUint(strings.TrimSpace(h.Get("Age")), 10, 64); err == nil {
+		secs -= min(age, secs)
+	}
+	d := RefreshMax
+	if secs < uint64(RefreshMax/time.Second) {
+		d = time.Duration(secs) * time.Second
+	}
+	return max(d, RefreshMin)
+}
+
+func (v *Verifier) due(now time.Time) bool {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	return !now.Before(v.nextRefresh)
+}
+
+// refreshIfDue starts the scheduled read of the JWKS in the background
+// when it is due and none is under way.
+func (v *Verifier) refreshIfDue(now time.Time) {
+	if !v.due(now) || !v.refreshing.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer v.refreshing.Store(false)
+		v.fetchMu.Lock()
+		defer v.fetchMu.Unlock()
+		if !v.due(v.now()) {
+			return // an unknown-kid refetch has just read it
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if v.fetch(ctx) != nil {
+			v.mu.Lock()
+			v.nextRefresh = v.now().Add(refreshRetry)
+			v.mu.Unlock()
+		}
+	}()
 }
 
 func algAllowed(alg string, emptyOK bool) bool {
@@ -248,10 +378,10 @@ func algAllowed(alg string, emptyOK bool) bool {
 
 // lookup finds the keys a token's header can mean: by kid, or every key
 // when the token names none.
-func (v *Verifier) lookup(kid, alg string) []jose.JSONWebKey {
+func (v *Verifier) lookup(kid, alg string) []verifyingKey {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
-	var out []jose.JSONWebKey
+	var out []verifyingKey
 	for _, k := range v.keys {
 		if (kid == "" || k.KeyID == kid) && (k.Algorithm == "" || k.Algorithm == alg) {
 			out = append(out, k)
@@ -285,99 +415,111 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (*Claims, error) {
 		return nil, refuse(ReasonMalformed)
 	}
 	now := v.now()
+	v.refreshIfDue(now)
 	sum := sha256.Sum256([]byte(raw))
 	v.cacheMu.Lock()
 	c, ok := v.cache[sum]
 	v.cacheMu.Unlock()
 	if ok {
-		if now.Add(-Leeway).After(c.Expiry) {
+		if now.Add(-Leeway).After(c.claims.Expiry) {
 			v.cacheMu.Lock()
 			delete(v.cache, sum)
 			v.cacheMu.Unlock()
 			return nil, refuse(ReasonExpired)
 		}
-		return c, nil
+		// Its key may have left the JWKS after the token was cached (a
+		// verification that raced a refresh): verify it again then.
+		v.mu.RLock()
+		live := v.known[c.key]
+		v.mu.RUnlock()
+		if live {
+			return c.claims, nil
+		}
 	}
 	c, err := v.verify(ctx, raw, now)
 	if err != nil {
+		v.cacheMu.Lock()
+		delete(v.cache, sum)
+		v.cacheMu.Unlock()
 		return nil, err
 	}
 	v.cacheMu.Lock()
 	if len(v.cache) >= cacheMax {
 		for k, old := range v.cache {
-			if now.Add(-Leeway).After(old.Expiry) || len(v.cache) >= cacheMax {
+			if now.Add(-Leeway).After(old.claims.Expiry) || len(v.cache) >= cacheMax {
 				delete(v.cache, k)
 			}
 		}
 	}
 	v.cache[sum] = c
 	v.cacheMu.Unlock()
-	return c, nil
+	return c.claims, nil
 }
 
-func (v *Verifier) verify(ctx context.Context, raw string, now time.Time) (*Claims, error) {
+func (v *Verifier) verify(ctx context.Context, raw string, now time.Time) (cachedToken, error) {
+	var none cachedToken
 	tok, err := jwt.ParseSigned(raw, Algorithms)
 	if err != nil {
 		if strings.Contains(err.Error(), "unexpected signature algorithm") {
-			return nil, refuse(ReasonAlgorithm)
+			return none, refuse(ReasonAlgorithm)
 		}
-		return nil, refuse(ReasonMalformed)
+		return none, refuse(ReasonMalformed)
 	}
 	if len(tok.Headers) != 1 {
-		return nil, refuse(ReasonMalformed)
+		return none, refuse(ReasonMalformed)
 	}
 	h := tok.Headers[0]
 	// The issuer first, unverified: a foreign token must not cost a JWKS
 	// refetch.
 	var pre jwt.Claims
 	if err := tok.UnsafeClaimsWithoutVerification(&pre); err != nil {
-		return nil, refuse(ReasonMalformed)
+		return none, refuse(ReasonMalformed)
 	}
 	if pre.Issuer != v.issuer {
-		return nil, refuse(ReasonIssuer)
+		return none, refuse(ReasonIssuer)
 	}
 	keys := v.lookup(h.KeyID, h.Algorithm)
 	if len(keys) == 0 && v.refetch(ctx) {
 		keys = v.lookup(h.KeyID, h.Algorithm)
 	}
 	if len(keys) == 0 {
-		return nil, refuse(ReasonKey)
+		return none, refuse(ReasonKey)
 	}
 	var (
 		std jwt.Claims
 		all map[string]any
 	)
-	verified := false
+	by := ""
 	for _, k := range keys {
 		if tok.Claims(k.Key, &std, &all) == nil {
-			verified = true
+			by = k.thumb
 			break
 		}
 	}
-	if !verified {
-		return nil, refuse(ReasonSignature)
+	if by == "" {
+		return none, refuse(ReasonSignature)
 	}
 	if std.Expiry == nil || std.Subject == "" {
-		return nil, refuse(ReasonClaims)
+		return none, refuse(ReasonClaims)
 	}
 	err = std.ValidateWithLeeway(jwt.Expected{Issuer: v.issuer, AnyAudience: jwt.Audience{v.audience}, Time: now}, Leeway)
 	switch {
 	case err == nil:
 	case errors.Is(err, jwt.ErrInvalidAudience):
-		return nil, refuse(ReasonAudience)
+		return none, refuse(ReasonAudience)
 	case errors.Is(err, jwt.ErrExpired):
-		return nil, refuse(ReasonExpired)
+		return none, refuse(ReasonExpired)
 	case errors.Is(err, jwt.ErrNotValidYet), errors.Is(err, jwt.ErrIssuedInTheFuture):
-		return nil, refuse(ReasonNotYet)
+		return none, refuse(ReasonNotYet)
 	case errors.Is(err, jwt.ErrInvalidIssuer):
-		return nil, refuse(ReasonIssuer)
+		return none, refuse(ReasonIssuer)
 	default:
-		return nil, refuse(ReasonClaims)
+		return none, refuse(ReasonClaims)
 	}
-	return &Claims{
+	return cachedToken{key: by, claims: &Claims{
 		Issuer: std.Issuer, Subject: std.Subject, Audience: std.Audience,
 		Scopes: scopesOf(all), Expiry: std.Expiry.Time(), All: all,
-	}, nil
+	}}, nil
 }
 
 // scopesOf reads "scope" (RFC 9068, space-separated) or "scp" (a list or
