@@ -7,32 +7,18 @@ import (
 	"os"
 	"runtime"
 	"strings"
+
+	"github.com/mrtr-wasm/mrtr-wasm/internal/privatefile"
 )
 
 // writeNewSecretFile creates path with mode 0600 and writes b, refusing
 // to replace an existing file (a key lost that way cannot be recovered).
-// The mode is set at creation, so the key is never readable by others,
-// whatever the umask.
 func writeNewSecretFile(path string, b []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	err := privatefile.WriteNew(path, b)
 	if errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("%s already exists; keygen never overwrites a key file (remove it first, or choose another name)", path)
 	}
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(path)
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return nil
+	return err
 }
 
 // checkPrivateFile refuses a file of secrets (--keys, --auth-tokens) that

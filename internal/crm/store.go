@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mrtr-wasm/mrtr-wasm/internal/privatefile"
 	"modernc.org/sqlite" // the "sqlite" database/sql driver
 	sqlite3 "modernc.org/sqlite/lib"
 )
@@ -91,8 +92,8 @@ func openSQLite(ctx context.Context, path string) (*Store, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("crm: creating the data directory: %w", err)
 	}
-	if err := createPrivate(path); err != nil {
-		return nil, err
+	if err := privatefile.SQLite(path); err != nil {
+		return nil, fmt.Errorf("crm: %w", err)
 	}
 	// WAL lets readers run beside the one writer; busy_timeout makes
 	// writers queue instead of failing; NORMAL sync in WAL mode survives a
@@ -127,31 +128,6 @@ func openSQLite(ctx context.Context, path string) (*Store, error) {
 			return nil, err
 		}
 	}
-}
-
-// createPrivate makes the database file and its -wal and -shm companions
-// (which hold recent writes, calendar keys included) mode 0600 before
-// SQLite opens them: created so when missing (an empty file is an empty
-// database, WAL or index), tightened when an older version left them
-// looser. The mode is set explicitly, so the umask cannot widen it.
-func createPrivate(path string) error {
-	for _, p := range []string{path, path + "-wal", path + "-shm"} {
-		f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o600)
-		if err != nil {
-			return fmt.Errorf("crm: creating %s: %w", p, err)
-		}
-		fi, err := f.Stat()
-		if err == nil && fi.Mode().Perm() != 0o600 {
-			err = f.Chmod(0o600)
-		}
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return fmt.Errorf("crm: making %s private (mode 0600): %w", p, err)
-		}
-	}
-	return nil
 }
 
 // migrations are applied in order, each once, and each database records

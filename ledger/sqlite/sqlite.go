@@ -14,6 +14,7 @@ import (
 
 	_ "modernc.org/sqlite" // the pure-Go SQLite driver
 
+	"github.com/mrtr-wasm/mrtr-wasm/internal/privatefile"
 	"github.com/mrtr-wasm/mrtr-wasm/ledger"
 	"github.com/mrtr-wasm/mrtr-wasm/ledger/internal/opcheck"
 )
@@ -57,21 +58,19 @@ func init() {
 	}, "sqlite", "file")
 }
 
-// Open opens (and on first use creates, mode 0600) the ledger file at
-// path.
+// Open opens (and on first use creates) the ledger file at path, making
+// it and its -wal and -shm files mode 0600 (an existing looser file is
+// tightened).
 func Open(ctx context.Context, path string) (ledger.Ledger, error) {
 	if dir := filepath.Dir(path); dir != "" {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, fmt.Errorf("ledger: sqlite: %w", err)
 		}
 	}
-	// Create the file ourselves so the results it will hold are not
-	// world-readable.
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
+	// The results it holds are nobody else's business.
+	if err := privatefile.SQLite(path); err != nil {
 		return nil, fmt.Errorf("ledger: sqlite: %w", err)
 	}
-	_ = f.Close()
 	q := url.Values{}
 	q.Add("_pragma", "busy_timeout(10000)")
 	q.Add("_pragma", "journal_mode(WAL)")
