@@ -53,6 +53,8 @@ type proxyOptions struct {
 	upstreamHeaders  multiFlag
 	upstreamEnv      multiFlag
 	upstreamEnvPass  multiFlag
+	upstreamUser     string
+	credential       *syscall.Credential // from upstreamUser
 	upstreamTimeout  time.Duration
 	upstreamMaxBody  int64
 	forwardPrincipal string
@@ -91,6 +93,7 @@ func parseProxy(args []string, stderr io.Writer) (*proxyOptions, error) {
 	fs.Var(&o.upstreamEnv, "upstream-env", "NAME=VALUE for a stdio child's environment (repeatable; the child gets a clean environment)")
 	fs.Var(&o.upstreamEnvPass, "upstream-env-pass", "NAME of the proxy's environment passed to a stdio child (repeatable)")
 	fs.StringVar(&o.upstreamStderr, "upstream-stderr", upstream.StderrLog, "what the log gets of a stdio child's stderr: log (each line, control characters escaped), size (each line's length only: a child that prints its requests would log users' answers) or drop")
+	fs.StringVar(&o.upstreamUser, "upstream-user", "", "USER[:GROUP] (names or numbers) to run a stdio child as, with no supplementary groups; the proxy must run as root (default: the proxy's own user, and the child can then read every file the proxy can: its --keys, --auth-tokens and data)")
 	rest, err := parseFlags(fs, args)
 	if err != nil {
 		return nil, err
@@ -115,6 +118,14 @@ func parseProxy(args []string, stderr io.Writer) (*proxyOptions, error) {
 	}
 	if err := o.checkBounds(); err != nil {
 		return nil, err
+	}
+	if o.upstreamUser != "" {
+		if len(o.command) == 0 {
+			return nil, errors.New("--upstream-user applies to a stdio child (-- CMD ARGS), not to --upstream URL")
+		}
+		if o.credential, err = upstreamCredential(o.upstreamUser, os.Geteuid()); err != nil {
+			return nil, err
+		}
 	}
 	if o.engine != "wasm" && o.engine != "native" {
 		return nil, fmt.Errorf("--engine must be wasm or native")
@@ -189,6 +200,7 @@ func proxyMain(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		fmt.Fprintln(stderr, "mrtr-wasm proxy:", err)
 		return exitUsage
 	}
+	harden(log)
 	if err := runProxyServer(ctx, o, stdin, stdout, stderr, log, ready); err != nil {
 		var ue usageError
 		if errors.As(err, &ue) {

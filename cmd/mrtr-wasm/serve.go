@@ -170,6 +170,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		fmt.Fprintln(stderr, "mrtr-wasm serve:", err)
 		return 2
 	}
+	harden(log)
 	if err := runServer(ctx, o, stdin, stdout, stderr, log, ready); err != nil {
 		var ue usageError
 		if errors.As(err, &ue) {
@@ -213,9 +214,19 @@ func (o *serveOptions) checkSecretFiles() error {
 		checkPrivateFile("--oauth-client-secret-file", o.identity.ClientSecretFile))
 }
 
+// harden keeps the process's secrets from other processes of its user
+// (see undumpable); a failure is logged, not fatal.
+func harden(log *slog.Logger) {
+	if err := undumpable(); err != nil {
+		log.Warn("could not make the process undumpable: processes of the same user may read its memory and environment", "error", err.Error())
+	}
+}
+
 // loadKeys reads --keys, else MRTR_KEYS, else makes an ephemeral key and
-// says so, once and loudly.
+// says so, once and loudly. MRTR_KEYS then leaves the environment, so that
+// nothing this process starts later can inherit it.
 func loadKeys(o *serveOptions, stderr io.Writer, log *slog.Logger) (*host.Keyring, error) {
+	defer os.Unsetenv("MRTR_KEYS")
 	if o.keysFile != "" {
 		return host.LoadKeyFile(o.keysFile)
 	}

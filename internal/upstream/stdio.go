@@ -39,6 +39,10 @@ type StdioConfig struct {
 	// StdioEnv).
 	Env []string
 	Dir string
+	// Credential, when set, runs the child as another user and group
+	// (the proxy must be root), so that it cannot read the proxy's files
+	// or memory; without it the child can read any file the proxy can.
+	Credential *syscall.Credential
 	// Logger receives the child's stderr and the supervisor's events.
 	Logger *slog.Logger
 	// Version is the proxy's version in its clientInfo.
@@ -411,7 +415,7 @@ func (s *Stdio) spawn() (*child, error) {
 	cmd.Dir = s.cfg.Dir
 	// Its own process group, so that a shutdown or a crash takes the
 	// child's children with it; and killed if the proxy dies first.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: s.cfg.Credential}
 	inR, inW, err := os.Pipe()
 	if err != nil {
 		return nil, err

@@ -336,6 +336,27 @@ func (c *childServer) tool(m rpc, name string, args, meta map[string]any) {
 		r["structuredContent"] = map[string]any{"capabilities": c.initCaps, "reply": reply}
 		c.mu.Unlock()
 		c.result(m.ID, r)
+	case "snoop":
+		// What a child can read of its parent's secrets: the parent's
+		// environment, and the files named in paths.
+		paths, _ := args["paths"].([]any)
+		files := []string{fmt.Sprintf("/proc/%d/environ", os.Getppid())}
+		for _, p := range paths {
+			s, _ := p.(string)
+			files = append(files, s)
+		}
+		read := map[string]string{}
+		for _, f := range files {
+			if b, err := os.ReadFile(f); err != nil {
+				read[f] = "error: " + err.Error()
+			} else {
+				read[f] = "read: " + string(b)
+			}
+		}
+		r := text("snoop")
+		groups, _ := os.Getgroups()
+		r["structuredContent"] = map[string]any{"read": read, "uid": os.Getuid(), "gid": os.Getgid(), "groups": groups}
+		c.result(m.ID, r)
 	case "pid":
 		r := text("pid")
 		r["structuredContent"] = map[string]any{"pid": os.Getpid()}
