@@ -6,6 +6,7 @@ import (
 	"html/template"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 	"unicode"
@@ -82,12 +83,31 @@ func (s *Server) connectHandler() http.Handler {
 		case http.MethodGet, http.MethodHead:
 			s.connectGET(w, r, id)
 		case http.MethodPost:
+			if s.crossOrigin.Check(r) != nil {
+				s.connectLog(r.Context(), "cross_origin", "")
+				s.page(w, http.StatusForbidden, pageData{Error: "This form can only be sent from its own page, not from another site. Nothing was stored. If someone sent you a page that led here, do not use it."})
+				return
+			}
 			s.connectPOST(w, r, id)
 		default:
 			h.Set("Allow", "GET, POST")
 			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		}
 	})
+}
+
+// connectOrigins checks that a POST to the page comes from the page: by
+// the browser's Sec-Fetch-Site, else its Origin against the Host or the
+// public URL's origin (a reverse proxy may rewrite the Host). Under
+// --auth-tokens the link is the capability, and another site that holds
+// a link could otherwise submit a key to it from the victim's browser.
+// A POST with neither header is not a browser's, and passes.
+func connectOrigins(publicURL string) *http.CrossOriginProtection {
+	p := http.NewCrossOriginProtection()
+	if u, err := url.Parse(publicURL); err == nil && u.Scheme != "" && u.Host != "" {
+		_ = p.AddTrustedOrigin(u.Scheme + "://" + u.Host)
+	}
+	return p
 }
 
 func connectHeaders(h http.Header) {

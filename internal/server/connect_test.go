@@ -1,13 +1,18 @@
 package server_test
 
 import (
+	"context"
 	"database/sql"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/mrtr-wasm/mrtr-wasm/internal/crm"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/identity"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/server"
 )
 
@@ -111,4 +116,59 @@ func sessions(t *testing.T, store *crm.Store) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// Under --auth-tokens the link is the capability: a page on another site
+// that holds a link must not submit a key to it from the visitor's
+// browser. A POST that the browser marks cross-site or same-site (another
+// subdomain), or whose Origin is another site's, is refused and stores
+// nothing; the page's own POST, and a POST from no browser at all, are
+// taken.
+func TestConnectRefusesCrossSitePOST(t *testing.T) {
+	tokens, err := identity.NewTokens(map[string]string{"tok-alice-0123456789": "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, store := newTestServer(t, identity.NewTokenAuthenticator(tokens, nil))
+	ctx := context.Background()
+	link := func() string {
+		id, err := store.NewConnect(ctx, "alice", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ts.URL + "/connect/" + id
+	}
+	submit := func(u string, h map[string]string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest("POST", u, strings.NewReader(url.Values{"api_key": {"cal-key-0123"}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		for k, v := range h {
+			req.Header.Set(k, v)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b)
+	}
+	u := link()
+	for _, h := range []map[string]string{
+		{"Origin": "http://evil.example"},
+		{"Origin": "http://evil.example", "Sec-Fetch-Site": "cross-site"},
+		{"Origin": "http://cal.127.0.0.1.nip.io", "Sec-Fetch-Site": "same-site"},
+		{"Sec-Fetch-Site": "cross-site"},
+	} {
+		if code, body := submit(u, h); code != http.StatusForbidden || !strings.Contains(body, "another site") {
+			t.Errorf("%v: want 403, got %d %.300s", h, code, body)
+		}
+	}
+	// Nothing was stored: the link is still good for the page itself.
+	if code, body := submit(u, map[string]string{"Origin": ts.URL, "Sec-Fetch-Site": "same-origin"}); code != http.StatusOK || !strings.Contains(body, "connected") {
+		t.Fatalf("the page's own POST: %d %.300s", code, body)
+	}
+	if code, body := submit(link(), nil); code != http.StatusOK {
+		t.Fatalf("a POST from no browser: %d %.300s", code, body)
+	}
 }

@@ -95,6 +95,8 @@ type Server struct {
 	guard   Guard
 	streams mcphttp.Streams
 	ops     *ops.Lifecycle
+	// crossOrigin refuses a connect page POST sent by another site.
+	crossOrigin *http.CrossOriginProtection
 }
 
 // New builds the server and registers the demo tools.
@@ -122,7 +124,8 @@ func New(cfg Config) (*Server, error) {
 	}
 	m := NewMetrics(cfg.Registry)
 	s := &Server{cfg: cfg, metrics: m, log: cfg.Logger, streams: mcphttp.Streams{Max: cfg.MaxStreams},
-		ops: ops.New(append([]ops.Check{{Name: "crm", Probe: cfg.CRM.Ping}}, cfg.Ready...)...)}
+		ops:         ops.New(append([]ops.Check{{Name: "crm", Probe: cfg.CRM.Ping}}, cfg.Ready...)...),
+		crossOrigin: connectOrigins(cfg.PublicURL)}
 	s.guard = Instrument(TraceGuard(cfg.Guard, cfg.Telemetry), m)
 	impl := &mcp.Implementation{Name: "mrtr-wasm", Title: "mrtr-wasm demo CRM", Version: cfg.Version}
 	const instructions = "A demo CRM. book_demo_call books a demo call (it asks for a name, a work email and a slot); list_bookings lists your bookings; connect_calendar connects an outside calendar through a page of this server."
