@@ -76,7 +76,17 @@ func (is *testIssuer) key(kid string) *ecdsa.PrivateKey {
 
 func signES256(t *testing.T, k *ecdsa.PrivateKey, kid, sub string) string {
 	t.Helper()
-	s, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: k}, (&jose.SignerOptions{}).WithHeader("kid", kid))
+	return signTyped(t, k, kid, sub, "")
+}
+
+// signTyped signs with a typ header (none when typ is "").
+func signTyped(t *testing.T, k *ecdsa.PrivateKey, kid, sub, typ string) string {
+	t.Helper()
+	opts := (&jose.SignerOptions{}).WithHeader("kid", kid)
+	if typ != "" {
+		opts = opts.WithType(jose.ContentType(typ))
+	}
+	s, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: k}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,4 +243,23 @@ func TestJWKSRefreshFailureKeepsTheKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "the retry", func() bool { return is.fetches.Load() == 3 })
+}
+
+// TestAccessTokenType: a token with no typ, "JWT" or RFC 9068's "at+jwt"
+// is verified; one typed as another kind of JWT (a logout token, a
+// security event, a DPoP proof) is refused, however valid its claims.
+func TestAccessTokenType(t *testing.T) {
+	is := newTestIssuer(t, nil, "k1")
+	var offset atomic.Int64
+	v := verifierAt(t, is, &offset)
+	for typ, ok := range map[string]bool{
+		"": true, "JWT": true, "jwt": true, "application/jwt": true, "at+jwt": true, "application/at+jwt": true, "AT+JWT": true,
+		"logout+jwt": false, "secevent+jwt": false, "dpop+jwt": false, "JOSE": false, "application/": false,
+	} {
+		_, err := v.Verify(context.Background(), signTyped(t, is.key("k1"), "k1", "alice", typ))
+		var te *TokenError
+		if ok && err != nil || !ok && (!errors.As(err, &te) || te.Reason != "type") {
+			t.Errorf("typ %q: accepted %v, want %v (%v)", typ, err == nil, ok, err)
+		}
+	}
 }

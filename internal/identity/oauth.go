@@ -36,6 +36,7 @@ const (
 	ReasonMissing   = "missing"       // no bearer token
 	ReasonMalformed = "malformed"     // not a compact JWS, or not JSON
 	ReasonAlgorithm = "algorithm"     // alg outside Algorithms
+	ReasonType      = "type"          // typ names another kind of JWT (see typeAllowed)
 	ReasonIssuer    = "issuer"        // another issuer
 	ReasonKey       = "unknown_key"   // kid not in the JWKS, even after a refetch
 	ReasonSignature = "signature"     // the signature does not verify
@@ -469,6 +470,9 @@ func (v *Verifier) verify(ctx context.Context, raw string, now time.Time) (cache
 		return none, refuse(ReasonMalformed)
 	}
 	h := tok.Headers[0]
+	if !typeAllowed(h.ExtraHeaders[jose.HeaderType]) {
+		return none, refuse(ReasonType)
+	}
 	// The issuer first, unverified: a foreign token must not cost a JWKS
 	// refetch.
 	var pre jwt.Claims
@@ -520,6 +524,29 @@ func (v *Verifier) verify(ctx context.Context, raw string, now time.Time) (cache
 		Issuer: std.Issuer, Subject: std.Subject, Audience: std.Audience,
 		Scopes: scopesOf(all), Expiry: std.Expiry.Time(), All: all,
 	}}, nil
+}
+
+// typeAllowed accepts a JWT's typ header when it is absent, "JWT" or
+// RFC 9068's "at+jwt" (case-insensitive, with or without "application/"),
+// and refuses any other: a token typed for something else (a logout
+// token, a security event, a DPoP proof) is not a bearer token, whatever
+// its claims (RFC 8725 section 3.11). Requiring at+jwt, as RFC 9068 asks,
+// would refuse the access tokens of most issuers in use (Keycloak, Entra
+// ID, Auth0 by default send "JWT"; others send none), and an ID token is
+// typed "JWT" as well: what keeps ID tokens out is the audience, which
+// must be this resource, not a client id.
+func typeAllowed(typ any) bool {
+	if typ == nil {
+		return true
+	}
+	s, ok := typ.(string)
+	if !ok {
+		return false
+	}
+	if len(s) > len("application/") && strings.EqualFold(s[:len("application/")], "application/") {
+		s = s[len("application/"):]
+	}
+	return strings.EqualFold(s, "jwt") || strings.EqualFold(s, "at+jwt")
 }
 
 // scopesOf reads "scope" (RFC 9068, space-separated) or "scp" (a list or
