@@ -22,6 +22,9 @@ func openStdioUpstream(ctx context.Context, o *proxyOptions, log *slog.Logger) (
 	if err != nil {
 		return nil, usageError{err}
 	}
+	if o.credential == nil && os.Geteuid() == 0 {
+		log.Warn("the stdio child runs as root, like the proxy: it can read the proxy's keys and every file; run it as another user with --upstream-user")
+	}
 	return upstream.NewPerPrincipal(ctx, upstream.StdioConfig{
 		Command: o.command[0], Args: o.command[1:], Env: env, Credential: o.credential, Logger: log, Version: version(),
 		StartTimeout: o.upstreamTimeout, CallTimeout: o.upstreamTimeout, MaxMessage: int(min(o.upstreamMaxBody, 64<<20)),

@@ -210,10 +210,26 @@ func TestUpstreamUserKeepsTheChildFromTheKeys(t *testing.T) {
 	}
 	refusedRead(t, s, "/environ")
 	refusedRead(t, s, keyFile)
+	if strings.Contains(out.String(), "child runs as root") {
+		t.Error("warned of a root child that is not root")
+	}
 	for _, k := range []string{fileKey, envKey} {
 		if strings.Contains(raw, k) || strings.Contains(out.String(), k) {
 			t.Error("a key reached the child or the log")
 		}
+	}
+}
+
+// A proxy run as root without --upstream-user says that its child runs as
+// root too, and how to change that.
+func TestRootChildWarned(t *testing.T) {
+	dir := worldDir(t)
+	base, out := proxyAs(t, dir, nil, []string{"MRTR_KEYS=" + host.GenerateKey()})
+	if s, _ := snoop(t, base); s.UID != 0 {
+		t.Fatalf("the child runs as uid %d, want 0 (no --upstream-user)", s.UID)
+	}
+	if l := out.String(); !strings.Contains(l, "child runs as root") || !strings.Contains(l, "--upstream-user") {
+		t.Errorf("no warning of a root child:\n%s", l)
 	}
 }
 
