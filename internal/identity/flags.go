@@ -137,6 +137,7 @@ func (f *Flags) Build(ctx context.Context, o Options) (*Authenticator, error) {
 	if a.verifier, err = NewVerifier(dctx, o.HTTPClient, a.provider.Issuer, audience, a.provider.JWKSURI); err != nil {
 		return nil, err
 	}
+	a.verifier.log = o.Logger
 	if f.ClientID != "" {
 		var secret string
 		if f.ClientSecretFile != "" {

@@ -7,8 +7,10 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -109,6 +111,30 @@ func verifierAt(t *testing.T, is *testIssuer, offset *atomic.Int64) *Verifier {
 	return v
 }
 
+// logTo makes v log to a buffer the test can read while v writes.
+func logTo(v *Verifier) *logBuffer {
+	b := &logBuffer{}
+	v.log = slog.New(slog.NewTextHandler(b, nil))
+	return b
+}
+
+type logBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
 func eventually(t *testing.T, what string, ok func() bool) {
 	t.Helper()
 	for deadline := time.Now().Add(5 * time.Second); !ok(); {
@@ -128,6 +154,7 @@ func TestJWKSRefreshRetiresADroppedKey(t *testing.T) {
 	is := newTestIssuer(t, http.Header{"Cache-Control": {"max-age=600"}}, "k1", "k2")
 	var offset atomic.Int64
 	v := verifierAt(t, is, &offset)
+	logs := logTo(v)
 	ctx := context.Background()
 	cached := signES256(t, is.key("k1"), "k1", "alice")
 	good := signES256(t, is.key("k2"), "k2", "bob")
@@ -157,6 +184,9 @@ func TestJWKSRefreshRetiresADroppedKey(t *testing.T) {
 	}
 	if c, err := v.Verify(ctx, good); err != nil || c.Subject != "bob" {
 		t.Errorf("k2 token after the refresh: %v %v", c, err)
+	}
+	if l := logs.String(); !strings.Contains(l, "no longer has some keys") || !strings.Contains(l, "dropped=1") {
+		t.Errorf("the log does not say a key was dropped:\n%s", l)
 	}
 }
 
@@ -220,6 +250,7 @@ func TestJWKSRefreshFailureKeepsTheKeys(t *testing.T) {
 	is := newTestIssuer(t, http.Header{"Cache-Control": {"max-age=300"}}, "k1")
 	var offset atomic.Int64
 	v := verifierAt(t, is, &offset)
+	logs := logTo(v)
 	tok := signES256(t, is.key("k1"), "k1", "alice")
 	is.mu.Lock()
 	is.fail = true
@@ -238,6 +269,10 @@ func TestJWKSRefreshFailureKeepsTheKeys(t *testing.T) {
 	if n := is.fetches.Load(); n != 2 {
 		t.Fatalf("read %d times within a minute of a failure, want 2", n)
 	}
+	eventually(t, "the failed read is logged", func() bool {
+		l := logs.String()
+		return strings.Contains(l, "level=WARN") && strings.Contains(l, "could not be read again")
+	})
 	offset.Store(int64(362 * time.Second))
 	if _, err := v.Verify(context.Background(), tok); err != nil {
 		t.Fatal(err)

@@ -222,6 +222,7 @@ func newLogin(ctx context.Context, o Options, md *ProviderMetadata, clientID, se
 	if err != nil {
 		return nil, err
 	}
+	idv.log = o.Logger
 	return &Login{
 		cfg: oauth2.Config{
 			ClientID: clientID, ClientSecret: secret,

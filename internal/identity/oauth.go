@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -202,6 +203,9 @@ type Verifier struct {
 
 	// now is the clock; tests replace it (never public API).
 	now func() time.Time
+	// log, when set (by this package, before the first Verify), hears of
+	// keys dropped and of scheduled reads that failed.
+	log *slog.Logger
 }
 
 // The bounds of the scheduled JWKS refresh: an issuer's max-age below
@@ -286,9 +290,18 @@ func (v *Verifier) fetch(ctx context.Context) error {
 		known[string(t)] = true
 	}
 	v.mu.Lock()
+	dropped := 0
+	for t := range v.known {
+		if !known[t] {
+			dropped++
+		}
+	}
 	v.keys, v.known = keys, known
 	v.nextRefresh = v.now().Add(refreshAfter(h))
 	v.mu.Unlock()
+	if dropped > 0 && v.log != nil {
+		v.log.Info("the issuer's JWKS no longer has some keys: their tokens are refused from now on", "issuer", v.issuer, "dropped", dropped, "keys", len(keys))
+	}
 	v.cacheMu.Lock()
 	for sum, c := range v.cache {
 		if !known[c.key] {
@@ -357,10 +370,13 @@ func (v *Verifier) refreshIfDue(now time.Time) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if v.fetch(ctx) != nil {
+		if err := v.fetch(ctx); err != nil {
 			v.mu.Lock()
 			v.nextRefresh = v.now().Add(refreshRetry)
 			v.mu.Unlock()
+			if v.log != nil {
+				v.log.Warn("the issuer's JWKS could not be read again; the keys read before stay trusted, and it is tried again in a minute", "issuer", v.issuer, "error", err.Error())
+			}
 		}
 	}()
 }
