@@ -20,6 +20,7 @@ import (
 
 	"github.com/mrtr-wasm/mrtr-wasm/guest/core"
 	"github.com/mrtr-wasm/mrtr-wasm/host"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/audit"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/conformance"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/crm"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/identity"
@@ -99,7 +100,7 @@ func addSharedFlags(fs *flag.FlagSet, o *serveOptions) {
 type serveOptions struct {
 	addr, publicURL, keysFile, policyDir, policyData            string
 	ledger, dataDir, crm, audience, engine, logFormat, logLevel string
-	cacheDir                                                    string
+	cacheDir, auditFile                                         string
 	identity                                                    identity.Flags
 	stdio, conformance                                          bool
 	stateTTL, shutdown, sessionIdle                             time.Duration
@@ -122,6 +123,7 @@ func parseServe(args []string, stderr io.Writer) (*serveOptions, error) {
 	fs.StringVar(&o.audience, "audience", "mrtr-wasm-demo", "audience bound into every requestState (instances sharing keys must share it)")
 	fs.BoolVar(&o.stdio, "stdio", false, "serve MCP on stdin/stdout (the HTTP listener still serves /connect, /healthz, /metrics)")
 	fs.StringVar(&o.publicURL, "public-url", "", "base URL browsers use to reach this server, for /connect links (default http://ADDR)")
+	fs.StringVar(&o.auditFile, "audit", "", "append every input round and decision to this hash-chained audit `FILE` (mode 0600; mrtr-wasm audit verify checks it)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -301,8 +303,21 @@ func runServer(ctx context.Context, o *serveOptions, stdin io.Reader, stdout, st
 	case authn.OAuth() && authn.Login() == nil:
 		log.Warn("--oauth-issuer without --oauth-client-id: the /connect page cannot sign people in and refuses to take keys")
 	}
+	var audited server.Guard = guard
+	if o.auditFile != "" {
+		al, err := audit.Open(o.auditFile, 0)
+		if err != nil {
+			return usageError{fmt.Errorf("--audit: %w", err)}
+		}
+		defer func() {
+			seq, head := al.Head()
+			log.Info("audit log closed", "file", o.auditFile, "records", seq, "head", head)
+			al.Close()
+		}()
+		audited = audit.Wrap(guard, al, func(err error) { log.Error("audit record not written", "error", err.Error()) })
+	}
 	cfg := server.Config{
-		Guard: guard, CRM: store, Auth: authn, PublicURL: publicURL, Logger: log, Version: version(),
+		Guard: audited, CRM: store, Auth: authn, PublicURL: publicURL, Logger: log, Version: version(),
 		Telemetry:   tel,
 		SessionIdle: o.sessionIdle, MaxSessions: o.maxSessions, MaxStreams: o.maxStreams,
 		Ready: readyChecks(led, pol, log),

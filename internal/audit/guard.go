@@ -1,0 +1,177 @@
+package audit
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"sort"
+
+	"github.com/mrtr-wasm/mrtr-wasm/host"
+)
+
+// Guard is what a server's handlers need of the guard (serve's
+// server.Guard).
+type Guard interface {
+	Ask(ctx context.Context, req *host.Request, inputs []host.InputRequest, opts ...host.AskOption) (*host.InputRequiredResult, error)
+	Resume(ctx context.Context, req *host.Request) (*host.Outcome, error)
+	Once(ctx context.Context, out *host.Outcome, effect func(context.Context) ([]byte, error)) ([]byte, bool, error)
+}
+
+// Wrap records every ask, resume and effect of g in l. A record that
+// cannot be written does not fail the request; onError hears of it.
+func Wrap(g Guard, l *Log, onError func(error)) Guard {
+	if onError == nil {
+		onError = func(error) {}
+	}
+	return &guard{g, l, onError}
+}
+
+type guard struct {
+	Guard
+	log     *Log
+	onError func(error)
+}
+
+func (a *guard) put(r Record) {
+	if err := a.log.Append(r); err != nil {
+		a.onError(err)
+	}
+}
+
+func base(req *host.Request) Record {
+	return Record{Principal: req.Principal, Method: req.Method, Target: req.Target, ArgumentsDigest: digestOf(req.Arguments)}
+}
+
+func (a *guard) Ask(ctx context.Context, req *host.Request, inputs []host.InputRequest, opts ...host.AskOption) (*host.InputRequiredResult, error) {
+	res, err := a.Guard.Ask(ctx, req, inputs, opts...)
+	r := base(req)
+	if err != nil {
+		r.Kind, r.Outcome, r.Rule = "form.refused", "refused", codeOf(err)
+		a.put(r)
+		return res, err
+	}
+	r.Kind, r.Fields = "form.asked", FieldsOf(res)
+	a.put(r)
+	return res, nil
+}
+
+func (a *guard) Resume(ctx context.Context, req *host.Request) (*host.Outcome, error) {
+	out, err := a.Guard.Resume(ctx, req)
+	r := base(req)
+	r.Kind = "form.answered"
+	switch {
+	case err != nil:
+		r.Outcome, r.Rule = "refused", codeOf(err)
+		if e, ok := host.AsError(err); ok && e.Reason == "expired" {
+			r.Kind, r.Outcome = "expired", ""
+		}
+	case out.Status == host.Complete:
+		r.Outcome, r.Round, r.OperationID, r.AnswersDigest = "accept", out.Round, out.OperationID, out.AnswersDigest
+	case out.Status == host.Declined:
+		r.Outcome, r.Round, r.OperationID = "decline", out.Round, out.OperationID
+	case out.Status == host.Cancelled:
+		r.Outcome, r.Round, r.OperationID = "cancel", out.Round, out.OperationID
+	case out.Status == host.InputRequired:
+		r.Outcome, r.Round, r.OperationID, r.Fields = "invalid", out.Round, out.OperationID, FieldsOf(out.InputRequired)
+	}
+	a.put(r)
+	return out, err
+}
+
+func (a *guard) Once(ctx context.Context, out *host.Outcome, effect func(context.Context) ([]byte, error)) ([]byte, bool, error) {
+	ran := false
+	res, replay, err := a.Guard.Once(ctx, out, func(ctx context.Context) ([]byte, error) {
+		ran = true
+		return effect(ctx)
+	})
+	r := Record{Kind: "executed", OperationID: out.OperationID, AnswersDigest: out.AnswersDigest}
+	switch {
+	case err != nil && !ran:
+		r.Kind, r.Outcome, r.Rule = "execution.refused", "refused", codeOf(err)
+	case err != nil:
+		r.Outcome, r.Rule = "failed", codeOf(err)
+	case replay:
+		r.Kind = "replayed"
+	}
+	a.put(r)
+	return res, replay, err
+}
+
+func codeOf(err error) string {
+	if e, ok := host.AsError(err); ok {
+		if e.Reason != "" {
+			return e.Code + "/" + e.Reason
+		}
+		return e.Code
+	}
+	return "error"
+}
+
+// digestOf is the SHA-256 of a value's bytes as the client sent them, so
+// that the audit log can match a call without holding its arguments.
+func digestOf(b json.RawMessage) string {
+	if len(b) == 0 {
+		return ""
+	}
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}
+
+// FieldsOf lists what res asks: each form field by name and kind
+// (type/format), a URL-mode request as kind "url" (never the URL: a link
+// can be a capability), sampling and roots by their kind.
+func FieldsOf(res *host.InputRequiredResult) []Field {
+	if res == nil {
+		return nil
+	}
+	var out []Field
+	keys := make([]string, 0, len(res.InputRequests))
+	for k := range res.InputRequests {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		var r struct {
+			Method string `json:"method"`
+			Params struct {
+				Mode   string `json:"mode"`
+				Schema struct {
+					Properties map[string]struct {
+						Type   any    `json:"type"`
+						Format string `json:"format"`
+					} `json:"properties"`
+				} `json:"requestedSchema"`
+			} `json:"params"`
+		}
+		if json.Unmarshal(res.InputRequests[k], &r) != nil {
+			out = append(out, Field{Name: k, Kind: "unreadable"})
+			continue
+		}
+		switch {
+		case r.Method == "elicitation/create" && r.Params.Mode == "url":
+			out = append(out, Field{Name: k, Kind: "url"})
+		case r.Method == "elicitation/create":
+			names := make([]string, 0, len(r.Params.Schema.Properties))
+			for n := range r.Params.Schema.Properties {
+				names = append(names, n)
+			}
+			sort.Strings(names)
+			for _, n := range names {
+				p := r.Params.Schema.Properties[n]
+				kind, _ := p.Type.(string)
+				if p.Format != "" {
+					kind += "/" + p.Format
+				}
+				out = append(out, Field{Name: k + "." + n, Kind: kind})
+			}
+		case r.Method == "sampling/createMessage":
+			out = append(out, Field{Name: k, Kind: "sampling"})
+		case r.Method == "roots/list":
+			out = append(out, Field{Name: k, Kind: "roots"})
+		default:
+			out = append(out, Field{Name: k, Kind: "other"})
+		}
+	}
+	return out
+}
