@@ -67,7 +67,8 @@ func WithMaxStateBytes(n int) Option { return func(c *config) { c.maxState = n }
 
 // WithPoolSize bounds the number of module instances (default GOMAXPROCS).
 // Each call uses one instance at a time; callers beyond the pool wait.
-// New starts up to four of them; the rest start when calls need them.
+// New starts one; more start when calls overlap, and an instance idle for
+// a minute is closed, down to one.
 func WithPoolSize(n int) Option { return func(c *config) { c.poolSize = n } }
 
 // WithCompilationCache keeps wazero's compiled code in dir, so that a
@@ -126,18 +127,21 @@ type Guard struct {
 	closed  atomic.Bool
 	closeMu sync.RWMutex
 	// collecting counts instances out of the pool for a collection
-	// between calls (collectIdle).
+	// between calls (collectIdle); starting, instances being started for
+	// the pool (grow), which Close waits for.
 	collecting sync.WaitGroup
+	starting   sync.WaitGroup
+	stopTrim   chan struct{} // closed by Close; nil when nothing trims
 }
 
 type slot struct {
 	inst instance
 	gen  uint64
+	idle time.Time // when it was last put back in the pool
 }
 
-// New compiles the module once and starts the first instances (up to four,
-// in parallel), so that a bad key or module fails here and not at the
-// first request.
+// New compiles the module once and starts the first instance, so that a
+// bad key or module fails here and not at the first request.
 func New(ctx context.Context, opts ...Option) (*Guard, error) {
 	cfg := config{
 		audience:    "mrtr-wasm",
@@ -173,6 +177,9 @@ func New(ctx context.Context, opts ...Option) (*Guard, error) {
 			return nil, err
 		}
 		g.eng = e
+		if len(cfg.module) > 0 && &cfg.module[0] == &wasm.Guard[0] {
+			reclaim(wasm.Guard) // compiled: nothing reads these bytes again but another New
+		}
 	}
 	g.confEnv = configureEnvelope(&g.cfg, cfg.keys)
 	g.gen.Store(1)
@@ -180,67 +187,72 @@ func New(ctx context.Context, opts ...Option) (*Guard, error) {
 		_ = g.Close(ctx)
 		return nil, err
 	}
+	if cfg.engine != EngineNative && cfg.poolSize > 1 {
+		g.stopTrim = make(chan struct{})
+		go g.trimLoop()
+	}
 	return g, nil
 }
 
-// prestart is how many instances New starts: enough that a small server's
-// first requests find them ready, few enough that a host with many cores
-// does not hold dozens of instances' memory before it needs them.
-const prestart = 4
-
-// startPool starts the first instances at once, in parallel, and
-// configures them: an instance takes tens of milliseconds to start (the
-// guest's package initialisers), and a server should not pay that on its
-// first requests, one after the other. A bad key fails here, not at the
-// first request.
+// startPool starts and configures the first instance, so that a bad key
+// or module fails in New and not at the first request. The rest of the
+// pool starts when calls overlap (grow): one instance of guard.wasm holds
+// tens of MiB (its linear memory, its share of wazero's heap), and most
+// of the time one is all a server or proxy uses.
 func (g *Guard) startPool(ctx context.Context) error {
-	n := min(g.cfg.poolSize, prestart)
-	errs := make(chan error, n)
-	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
-	for i := 0; i < n; i++ {
-		go func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			select {
-			case g.live <- struct{}{}:
-			default:
-				errs <- nil // the pool is already full
-				return
-			}
-			s := &slot{}
-			inst, err := g.eng.newInstance(ctx)
-			if err != nil {
-				<-g.live
-				errs <- err
-				return
-			}
-			s.inst = inst
-			g.keysMu.RLock()
-			env, gen := g.confEnv, g.gen.Load()
-			g.keysMu.RUnlock()
-			var r response
-			if err := configureInstance(ctx, inst, env, &r); err != nil {
-				g.discard(ctx, s)
-				errs <- err
-				return
-			}
-			g.keysMu.Lock()
-			if g.keyIDs == nil {
-				g.keyIDs = r.KeyIDs
-			}
-			g.keysMu.Unlock()
-			s.gen = gen
-			g.release(s)
-			errs <- nil
-		}()
+	g.live <- struct{}{}
+	return g.startInstance(ctx)
+}
+
+// startInstance starts an instance for a pool token the caller took from
+// g.live, configures it with the current keys and puts it in the pool. On
+// error the token is given back.
+func (g *Guard) startInstance(ctx context.Context) error {
+	inst, err := g.eng.newInstance(ctx)
+	if err != nil {
+		<-g.live
+		return err
 	}
-	var first error
-	for i := 0; i < n; i++ {
-		if err := <-errs; err != nil && first == nil {
-			first = err
+	s := &slot{inst: inst}
+	g.keysMu.RLock()
+	env, gen := g.confEnv, g.gen.Load()
+	g.keysMu.RUnlock()
+	var r response
+	if err := configureInstance(ctx, inst, env, &r); err != nil {
+		g.discard(ctx, s)
+		return err
+	}
+	g.keysMu.Lock()
+	if g.keyIDs == nil {
+		g.keyIDs = r.KeyIDs
+	}
+	g.keysMu.Unlock()
+	s.gen = gen
+	g.release(s)
+	return nil
+}
+
+// grow starts one more instance for a caller that found none idle, while
+// the pool has room, and hands the caller whichever is ready first: the
+// new instance or one that another call releases (a call takes a fraction
+// of a millisecond, a start tens of milliseconds). The new instance stays
+// in the pool either way.
+func (g *Guard) grow(ctx context.Context) (*slot, error) {
+	started := make(chan error, 1)
+	g.starting.Go(func() { started <- g.startInstance(context.WithoutCancel(ctx)) })
+	for {
+		select {
+		case s := <-g.idle:
+			return s, nil
+		case err := <-started:
+			if err != nil {
+				return nil, &Error{Code: CodeUnavailable, Message: "could not start a guard instance"}
+			}
+			started = nil // it is in the pool: take it, or the next one released
+		case <-ctx.Done():
+			return nil, &Error{Code: CodeUnavailable, Message: "no guard instance free: " + ctx.Err().Error()}
 		}
 	}
-	return first
 }
 
 // SetKeys replaces the keyring. Instances pick the new keys up before
@@ -331,8 +343,14 @@ func (g *Guard) Close(ctx context.Context) error {
 	if g.closed.Swap(true) {
 		return nil
 	}
+	if g.stopTrim != nil {
+		close(g.stopTrim)
+	}
 	g.closeMu.Lock()
 	defer g.closeMu.Unlock()
+	// A start that a caller no longer waits for ends in the pool: let it
+	// finish rather than close the runtime under it.
+	g.starting.Wait()
 	for {
 		select {
 		case s := <-g.idle:
@@ -353,12 +371,10 @@ func (g *Guard) acquire(ctx context.Context) (*slot, error) {
 		select {
 		case s = <-g.idle:
 		case g.live <- struct{}{}:
-			inst, err := g.eng.newInstance(ctx)
-			if err != nil {
-				<-g.live
-				return nil, &Error{Code: CodeUnavailable, Message: "could not start a guard instance"}
+			var err error
+			if s, err = g.grow(ctx); err != nil {
+				return nil, err
 			}
-			s = &slot{inst: inst}
 		case <-ctx.Done():
 			return nil, &Error{Code: CodeUnavailable, Message: "no guard instance free: " + ctx.Err().Error()}
 		}
@@ -378,7 +394,51 @@ func (g *Guard) acquire(ctx context.Context) (*slot, error) {
 	return s, nil
 }
 
-func (g *Guard) release(s *slot) { g.idle <- s }
+func (g *Guard) release(s *slot) {
+	s.idle = time.Now()
+	g.idle <- s
+}
+
+// idleTrim is how long an instance may sit unused before the pool closes
+// it, down to one instance: its linear memory (up to about 12
+// MiB) goes back to the OS. Starting it again when calls overlap costs
+// tens of milliseconds of CPU, and no caller waits for it (grow).
+const idleTrim = time.Minute
+
+func (g *Guard) trimLoop() {
+	t := time.NewTicker(idleTrim / 2)
+	defer t.Stop()
+	for {
+		select {
+		case <-g.stopTrim:
+			return
+		case now := <-t.C:
+			g.trim(now)
+		}
+	}
+}
+
+// trim closes the instances idle since before now-idleTrim, keeping one.
+func (g *Guard) trim(now time.Time) {
+	g.closeMu.RLock()
+	defer g.closeMu.RUnlock()
+	if g.closed.Load() {
+		return
+	}
+	for range len(g.idle) {
+		var s *slot
+		select {
+		case s = <-g.idle:
+		default:
+			return
+		}
+		if len(g.live) > 1 && now.Sub(s.idle) > idleTrim {
+			g.discard(context.Background(), s)
+			continue
+		}
+		g.idle <- s // as it was: its idle time stands
+	}
+}
 
 // collectIdle runs the guest's garbage collection after the call that
 // asked for it has returned, so that no caller waits for it, and then

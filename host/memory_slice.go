@@ -9,3 +9,6 @@ import "github.com/tetratelabs/wazero/experimental"
 var memoryAllocator experimental.MemoryAllocator = experimental.MemoryAllocatorFunc(func(_, max uint64) experimental.LinearMemory {
 	return &sliceMemory{max: max}
 })
+
+// reclaim does nothing without mmap (see memory_unix.go).
+func reclaim([]byte) {}

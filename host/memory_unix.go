@@ -3,6 +3,9 @@
 package host
 
 import (
+	"os"
+	"unsafe"
+
 	"github.com/tetratelabs/wazero/experimental"
 	"golang.org/x/sys/unix"
 )
@@ -38,4 +41,26 @@ func (m *mmapMemory) Free() {
 		_ = unix.Munmap(b)
 	}
 	m.buf = nil
+}
+
+// reclaim gives b's resident pages back to the kernel without changing
+// what b holds: the embedded guard.wasm is read once, to compile it, and
+// after that its 7 MB only take room in every process. Its pages are the
+// binary's, unmodified, so the kernel drops them and reads them back from
+// the file should anything read them again; a page that was written to
+// (none should be) has nothing to go back to and stays.
+func reclaim(b []byte) {
+	if madvReclaim < 0 || len(b) == 0 {
+		return
+	}
+	page := os.Getpagesize()
+	// Only whole pages: skip to the first page boundary in b.
+	skip := (page - int(uintptr(unsafe.Pointer(unsafe.SliceData(b))))%page) % page
+	if skip >= len(b) {
+		return
+	}
+	b = b[skip:]
+	if n := len(b) / page * page; n > 0 {
+		_ = unix.Madvise(b[:n], madvReclaim)
+	}
 }

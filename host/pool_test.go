@@ -31,6 +31,10 @@ type countingEngine struct {
 	// collectGate, when set before concurrent use, makes every collection
 	// between calls signal collectStarted and wait until it is closed.
 	collectGate, collectStarted chan struct{}
+	// startGate, when set before concurrent use, makes every new instance
+	// wait until it is closed; startErr, when set, fails every start.
+	startGate chan struct{}
+	startErr  error
 }
 
 type countedInstance struct {
@@ -41,7 +45,7 @@ type countedInstance struct {
 }
 
 // instrument puts a countingEngine under g. It wraps the instances already
-// in the pool (New starts up to four); call it before g is used
+// in the pool (New starts one); call it before g is used
 // concurrently.
 func instrument(g *Guard) *countingEngine {
 	ce := &countingEngine{engine: g.eng}
@@ -67,6 +71,12 @@ func (e *countingEngine) wrap(in instance) instance {
 }
 
 func (e *countingEngine) newInstance(ctx context.Context) (instance, error) {
+	if e.startGate != nil {
+		<-e.startGate
+	}
+	if e.startErr != nil {
+		return nil, e.startErr
+	}
 	in, err := e.engine.newInstance(ctx)
 	if err != nil {
 		return nil, err
@@ -126,6 +136,7 @@ func (c *countedInstance) close(ctx context.Context) {
 // to agree once no call is in flight: nothing leaked, nothing lost.
 func poolBalanced(t testing.TB, g *Guard, ce *countingEngine) {
 	t.Helper()
+	g.starting.Wait()
 	g.collecting.Wait()
 	live, _, _, _ := ce.snapshot()
 	if len(g.idle) != len(g.live) || len(g.live) != live {
@@ -609,44 +620,125 @@ func TestPoolNativePanic(t *testing.T) {
 	}
 }
 
-// TestPoolPrestart: New starts min(pool size, 4) instances, configured and
-// ready; a larger pool grows to its size only when calls need it.
+// TestPoolPrestart: New starts one instance, configured and ready,
+// whatever the pool's size (each wasm instance holds tens of MiB); the pool
+// grows to its size only when calls overlap.
 func TestPoolPrestart(t *testing.T) {
 	ctx := context.Background()
-	for _, c := range []struct{ size, want int }{{1, 1}, {2, 2}, {6, 4}} {
-		g := newGuard(t, EngineNative, WithPoolSize(c.size))
-		if n := len(g.live); n != c.want {
-			t.Errorf("pool of %d: %d instances after New, want %d", c.size, n, c.want)
-		}
-		if n := len(g.idle); n != c.want {
-			t.Errorf("pool of %d: %d idle instances after New, want %d (started but not ready?)", c.size, n, c.want)
-		}
-		if c.size <= c.want {
-			continue
-		}
-		// Hold every instance at once: the pool must grow to its size.
-		ce := instrument(g)
-		ce.hold = make(chan struct{})
-		var wg sync.WaitGroup
-		for i := 0; i < c.size; i++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
+	forEngines(t, func(t *testing.T, eng Engine) {
+		for _, size := range []int{1, 2, 6} {
+			g := newGuard(t, eng, WithPoolSize(size))
+			if n := len(g.live); n != 1 {
+				t.Errorf("pool of %d: %d instances after New, want 1", size, n)
+			}
+			if n := len(g.idle); n != 1 {
+				t.Errorf("pool of %d: %d idle instances after New, want 1 (started but not ready?)", size, n)
+			}
+			// Calls one after another never need a second instance.
+			for range 3 {
 				if err := oneCall(ctx, g, "user"); err != nil {
-					t.Error(err)
+					t.Fatal(err)
 				}
-			}()
+			}
+			g.collecting.Wait()
+			if n := len(g.live); n != 1 {
+				t.Errorf("pool of %d: %d instances after calls one at a time, want 1", size, n)
+			}
+			if size == 1 {
+				continue
+			}
+			// Hold every instance at once: the pool must grow to its size.
+			ce := instrument(g)
+			ce.hold = make(chan struct{})
+			var wg sync.WaitGroup
+			for i := 0; i < size; i++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					if err := oneCall(ctx, g, "user"); err != nil {
+						t.Error(err)
+					}
+				}()
+			}
+			deadline := time.Now().Add(10 * time.Second)
+			for len(g.live) < size && time.Now().Before(deadline) {
+				time.Sleep(time.Millisecond)
+			}
+			close(ce.hold)
+			wg.Wait()
+			if n := len(g.live); n != size {
+				t.Errorf("pool of %d under %d concurrent calls grew to %d", size, size, n)
+			}
+			poolBalanced(t, g, ce)
 		}
+	})
+}
+
+// TestPoolGrowTakesTheFirstFree: a caller that finds every instance busy
+// starts another but takes an instance released meanwhile instead of
+// waiting for the start; the new instance joins the pool when it is up.
+// A start that fails is an error at once.
+func TestPoolGrowTakesTheFirstFree(t *testing.T) {
+	forEngines(t, func(t *testing.T, eng Engine) {
+		ctx := context.Background()
+		g := newGuard(t, eng, WithPoolSize(2))
+		ce := instrument(g)
+		ce.startGate = make(chan struct{})
+		held, err := g.acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan *slot, 1)
+		go func() {
+			s, err := g.acquire(ctx)
+			if err != nil {
+				t.Error(err)
+			}
+			got <- s
+		}()
 		deadline := time.Now().Add(10 * time.Second)
-		for len(g.live) < c.size && time.Now().Before(deadline) {
+		for len(g.live) < 2 && time.Now().Before(deadline) {
 			time.Sleep(time.Millisecond)
 		}
-		close(ce.hold)
-		wg.Wait()
-		if n := len(g.live); n != c.size {
-			t.Errorf("pool of %d under %d concurrent calls grew to %d", c.size, c.size, n)
+		if len(g.live) != 2 {
+			t.Fatal("the second caller did not start an instance")
 		}
-	}
+		g.release(held)
+		select {
+		case s := <-got:
+			if s == nil || s.inst != held.inst {
+				t.Fatal("the waiting caller did not get the released instance")
+			}
+			g.release(s)
+		case <-time.After(10 * time.Second):
+			t.Fatal("the waiting caller waited for the start, not the released instance")
+		}
+		close(ce.startGate)
+		for len(g.idle) < 2 && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+		if _, _, started, _ := ce.snapshot(); started != 2 || len(g.idle) != 2 {
+			t.Errorf("%d instances started, %d idle: want 2 and 2", started, len(g.idle))
+		}
+		poolBalanced(t, g, ce)
+
+		// A failed start: the caller gets a retryable error at once and
+		// the pool gives the start's place back.
+		g2 := newGuard(t, eng, WithPoolSize(2))
+		ce2 := instrument(g2)
+		ce2.startErr = errors.New("no memory")
+		held, err = g2.acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = g2.acquire(ctx)
+		wantErr(t, err, CodeUnavailable)
+		g2.release(held)
+		if len(g2.live) != 1 {
+			t.Errorf("%d live tokens after a failed start, want 1", len(g2.live))
+		}
+		poolBalanced(t, g2, ce2)
+	})
 }
 
 // TestWasmCollectsBetweenCalls: the guest's garbage is collected after the
@@ -769,4 +861,32 @@ func TestWasmCollectsConcurrently(t *testing.T) {
 	if live, _, started, closed := ce2.snapshot(); live != 0 {
 		t.Errorf("after Close: %d instances still running (%d started, %d closed)", live, started, closed)
 	}
+}
+
+// TestPoolTrimsIdleInstances: instances left idle longer than idleTrim
+// are closed, down to one, and the pool grows again when calls overlap.
+func TestPoolTrimsIdleInstances(t *testing.T) {
+	forEngines(t, func(t *testing.T, eng Engine) {
+		ctx := context.Background()
+		g := newGuard(t, eng, WithPoolSize(3))
+		ce := instrument(g)
+		fillPool(t, g, 3)
+		g.trim(time.Now())
+		if _, _, _, closed := ce.snapshot(); closed != 0 || len(g.live) != 3 {
+			t.Fatalf("instances just used: %d closed, %d live; want 0 and 3", closed, len(g.live))
+		}
+		g.trim(time.Now().Add(idleTrim + time.Second))
+		if _, _, _, closed := ce.snapshot(); closed != 2 || len(g.live) != 1 || len(g.idle) != 1 {
+			t.Fatalf("after idleTrim: %d closed, %d live, %d idle; want 2, 1, 1", closed, len(g.live), len(g.idle))
+		}
+		g.trim(time.Now().Add(10 * idleTrim))
+		if len(g.live) != 1 {
+			t.Fatalf("the last instance was trimmed: %d live", len(g.live))
+		}
+		if err := oneCall(ctx, g, "alice"); err != nil {
+			t.Fatal(err)
+		}
+		fillPool(t, g, 3)
+		poolBalanced(t, g, ce)
+	})
 }
