@@ -144,6 +144,13 @@ func (p *Proxy) upstreamError(m *mcphttp.Message, err error) []byte {
 	if !ok {
 		e = upstream.Errorf(upstream.CodeUnavailable, "the upstream failed", err)
 	}
+	if secs := e.RetryAfterSeconds(); secs > 0 {
+		// No room for this principal at the upstream (every stdio child
+		// busy): the client retries after secs.
+		p.up.busy.WithLabelValues("children").Inc()
+		p.log.Info("upstream busy", "method", m.Method, "code", e.Code, "retry_after_s", secs)
+		return rpcError(m.ID, busyError(e.Message, secs))
+	}
 	p.log.Warn("upstream call failed", "method", m.Method, "target", m.Target(), "code", e.Code, "error", errText(e))
 	return rpcError(m.ID, &jsonrpc.Error{Code: upstream.JSONRPCCode, Message: e.Message + " (" + e.Code + "; retry)", Data: e.Data()})
 }
