@@ -707,12 +707,13 @@ func (c *child) call(ctx context.Context, m *rpcMessage, tp string, onMessage fu
 	s := c.s
 	cl := &call{id: s.next.Add(1), origID: m.value(m.id), notify: make(chan struct{}, 1), takesAll: onMessage != nil,
 		budget: queueBudget * s.cfg.MaxMessage, shared: s.cfg.queued}
+	taken := 0     // bytes taken from the queue, not yet through onMessage
 	defer func() { // what is still queued goes back to the budget
 		cl.mu.Lock()
 		n := cl.queued
 		cl.queue, cl.queued, cl.over = nil, 0, true
 		cl.mu.Unlock()
-		cl.shared.give(n)
+		cl.shared.give(n + taken)
 	}()
 	out, err := rewriteRequest(m, cl, tp)
 	if err != nil {
@@ -731,15 +732,18 @@ func (c *child) call(ctx context.Context, m *rpcMessage, tp string, onMessage fu
 	}
 	for {
 		cl.mu.Lock()
-		queue, final, cerr, n := cl.queue, cl.final, cl.err, cl.queued
+		queue, final, cerr := cl.queue, cl.final, cl.err
+		taken += cl.queued // held until onMessage has each
 		cl.queue, cl.queued = nil, 0
 		cl.mu.Unlock()
-		cl.shared.give(n)
 		for _, raw := range queue {
-			if onMessage == nil {
-				continue
+			var err error
+			if onMessage != nil {
+				err = onMessage(raw)
 			}
-			if err := onMessage(raw); err != nil {
+			taken -= len(raw)
+			cl.shared.give(len(raw))
+			if err != nil {
 				c.cancel(cl.id, "the client went away")
 				return nil, err
 			}

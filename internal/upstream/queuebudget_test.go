@@ -1,0 +1,74 @@
+package upstream
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestStdioQueueBudgetOverall (finding 10): each call may queue up to
+// queueBudget × MaxMessage for a slow client, but many slow calls together
+// are held to MaxQueued. Call A floods 8 × 30 KiB (under its own 256 KiB)
+// and its client does not read; call B, whose client does not read
+// either, then floods as much: B's message that would pass the 256 KiB
+// overall budget fails B (CodeTooLarge, saying so), A still gets all of
+// its messages, and every byte goes back to the budget once the calls are
+// over.
+func TestStdioQueueBudgetOverall(t *testing.T) {
+	cfg, _ := childConfig(t, "ok")
+	cfg.MaxMessage = 64 << 10
+	cfg.MaxQueued = 256 << 10
+	s := startChild(t, cfg)
+	c, err := s.current(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	flood := map[string]any{"count": 8, "size": 30 << 10}
+	meta := func(tok string) string {
+		return `{"progressToken":"` + tok + `","io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+	}
+	read := make(chan struct{})
+	aDone := make(chan error, 1)
+	aGot := 0
+	go func() {
+		_, err := s.Call(context.Background(), toolCall("1", "flood", flood, meta("a")), nil, func([]byte) error {
+			<-read // a client that does not read yet
+			aGot++
+			return nil
+		})
+		aDone <- err
+	}()
+	// A's answer is routed: all of its flood waits in its queue.
+	waitFor(t, func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return len(c.pending) == 0 && s.QueuedBytes() >= 7*(30<<10)
+	}, "A's flood queued and its answer routed")
+	bDone := make(chan error, 1)
+	go func() {
+		_, err := s.Call(context.Background(), toolCall("2", "flood", flood, meta("b")), nil, func([]byte) error { <-read; return nil })
+		bDone <- err
+	}()
+	var errB error
+	select { // B fails at the overall budget while neither client reads
+	case errB = <-bDone:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("B did not fail (queued %d)", s.QueuedBytes())
+	}
+	if q := s.QueuedBytes(); q > cfg.MaxQueued {
+		t.Fatalf("%d bytes queued, over the %d budget", q, cfg.MaxQueued)
+	}
+	close(read)
+	e := wantCode(t, errB, CodeTooLarge)
+	if !strings.Contains(e.Message, "overall") {
+		t.Fatalf("B's error does not name the overall budget: %q", e.Message)
+	}
+	if err := <-aDone; err != nil {
+		t.Fatalf("A: %v", err)
+	}
+	if aGot != 8 {
+		t.Fatalf("A got %d of its 8 messages", aGot)
+	}
+	waitFor(t, func() bool { return s.QueuedBytes() == 0 }, "the budget back to 0")
+}
