@@ -179,12 +179,13 @@ func (p *PerPrincipal) get(ctx context.Context, principal string) (*Stdio, *prin
 			}
 			if lru == nil {
 				p.mu.Unlock()
-				after := 5 * time.Second
-				if !soonest.IsZero() {
-					after = soonest.Sub(now)
-				}
-				return nil, nil, nil, &Error{Code: CodeUnavailable, RetryAfter: after,
+				e := &Error{Code: CodeUnavailable, RetryAfter: 5 * time.Second,
 					Message: "every upstream child (--max-children) is busy with other users' calls: try again later"}
+				if !soonest.IsZero() {
+					e.RetryAfter = soonest.Sub(now)
+					e.Message = "every upstream child (--max-children) is held by other users' calls that wait for their answers: one is freed for you after --child-round-hold; try again then"
+				}
+				return nil, nil, nil, e
 			}
 			evictErr = Errorf(CodeUnavailable, "the call waited for its client's answer longer than --child-round-hold while other users needed a child: its child was stopped for them", nil)
 		}
