@@ -1,9 +1,13 @@
 package proxy
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
+	"sync/atomic"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // inputRound reads an input_required result's requestState ("" when the
@@ -63,5 +67,52 @@ func TestRoundLimitReleasesUpstream(t *testing.T) {
 	next := handleTool(t, p, "alice", "trigger-elicitation-request", caps, "")
 	if inputRound(t, next) == "" {
 		t.Fatalf("the next call of the same principal: %+v %s", next.Error, next.Result)
+	}
+}
+
+// TestLegacyClientRoundEndReleasesUpstream (finding 8, 2025-era client):
+// a legacy session's client whose answers never fit server-everything's
+// form ends the call on its side; the child's elicitation/create is
+// answered cancel as the call ends, and the session's next call asks
+// afresh instead of failing with -32601.
+func TestLegacyClientRoundEndReleasesUpstream(t *testing.T) {
+	base, p := serveProxy(t, Config{Guard: newGuard(t), Upstream: everythingUpstream(t, false)})
+	var bad atomic.Bool
+	bad.Store(true)
+	c := mcp.NewClient(&mcp.Implementation{Name: "legacy", Version: "1"}, &mcp.ClientOptions{
+		Capabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}}},
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			n := 7
+			if bad.Load() {
+				n = 500 // over the form's maximum of 100
+			}
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada", "integer": n}}, nil
+		},
+	})
+	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: base + "/mcp"}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	text := func(res *mcp.CallToolResult) string {
+		var all []string
+		for _, c := range res.Content {
+			if tc, ok := c.(*mcp.TextContent); ok {
+				all = append(all, tc.Text)
+			}
+		}
+		return strings.Join(all, "\n")
+	}
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "trigger-elicitation-request", Arguments: map[string]any{}})
+	if err == nil && !res.IsError {
+		t.Fatalf("answers that never fit completed the call: %s", text(res))
+	}
+	if n := pendingCount(p); n != 0 {
+		t.Fatalf("%d rounds still wait upstream after the client's side ended the call", n)
+	}
+	bad.Store(false)
+	res, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "trigger-elicitation-request", Arguments: map[string]any{}})
+	if err != nil || res.IsError || !strings.Contains(text(res), "Ada") {
+		t.Fatalf("the session's next call: %v %s", err, text(res))
 	}
 }
