@@ -22,8 +22,9 @@ import (
 
 // askingUpstream is a 2025-11-25 Streamable HTTP server (the Go SDK) whose
 // tool "ask" asks the client a form mid-call and waits for the answer;
-// calls counts the calls that reached it.
-func askingUpstream(t *testing.T, calls *atomic.Int64) upstream.Upstream {
+// calls counts the calls that reached it, and each answer's action is
+// sent on actions when that is not nil.
+func askingUpstream(t *testing.T, calls *atomic.Int64, actions ...chan<- string) upstream.Upstream {
 	t.Helper()
 	srv := mcp.NewServer(&mcp.Implementation{Name: "legacy", Version: "1"}, &mcp.ServerOptions{SupportedProtocolVersions: []string{"2025-11-25"}})
 	srv.AddTool(&mcp.Tool{Name: "ask", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(ctx context.Context, r *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -33,6 +34,9 @@ func askingUpstream(t *testing.T, calls *atomic.Int64) upstream.Upstream {
 		text := "no answer"
 		if err == nil {
 			text = "answer: " + res.Action + " " + fmt.Sprint(res.Content["name"])
+			for _, a := range actions {
+				a <- res.Action
+			}
 		}
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, nil
 	})
@@ -266,5 +270,33 @@ func TestWaitingRoundsCannotLockOutChildren(t *testing.T) {
 	rb := handleTool(t, p, "bob", "trigger-elicitation-request", caps, `,"requestState":`+string(sb)+`,"inputResponses":{"elicitation":{"action":"accept","content":{"name":"Bob"}}}`)
 	if rb.Error != nil || !strings.Contains(string(rb.Result), "Bob") {
 		t.Fatalf("bob's retry: %+v %s", rb.Error, rb.Result)
+	}
+}
+
+// TestShutdownAnswersRounds: at shutdown (Close, before the upstream
+// closes) each waiting round's upstream request hears cancel, rather
+// than a dropped connection.
+func TestShutdownAnswersRounds(t *testing.T) {
+	var calls atomic.Int64
+	actions := make(chan string, 2)
+	base, p := serveProxy(t, Config{Guard: newGuard(t), Upstream: askingUpstream(t, &calls, actions)})
+	for range 2 {
+		if m, _ := callTool(t, base, "ask", "{}", ""); inputRound(t, *m) == "" {
+			t.Fatalf("no round: %+v %s", m.Error, m.Result)
+		}
+	}
+	p.Close()
+	for range 2 {
+		select {
+		case a := <-actions:
+			if a != "cancel" {
+				t.Fatalf("the upstream heard %q", a)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("a waiting round was not answered at shutdown")
+		}
+	}
+	if got := metricValue(t, base, "mrtr_proxy_pending_rounds"); got != 0 {
+		t.Fatalf("mrtr_proxy_pending_rounds = %v after Close", got)
 	}
 }
