@@ -1091,8 +1091,15 @@ func (s *Stdio) unrouted(c *child, m *rpcMessage) {
 	}
 	reply := RefuseServerRequest(m.value(m.id), m.method)
 	if s.isLegacy() {
-		s.log.Info("upstream sent a server-to-client request outside a call; answered with an error", "pid", c.pid, "method", m.method)
+		c.mu.Lock()
+		open := len(c.pending)
+		c.mu.Unlock()
+		s.log.Info("upstream sent a server-to-client request outside a call; answered with an error", "pid", c.pid, "method", m.method, "calls_open", open)
 		reply = RefuseOutsideCall(m.value(m.id), m.method)
+		if open > 1 {
+			// The real cause: the proxy cannot tell which call asks.
+			reply = refusal(m.value(m.id), fmt.Sprintf("mrtr-wasm proxy: %s arrived while %d calls of this user were open on this server; the proxy cannot tell which of them asks (one call at a time of a user can ask): try again when the other calls are done", m.method, open))
+		}
 	} else {
 		s.log.Warn("upstream sent a server-to-client request, which MCP 2026-07-28 forbids; refused", "pid", c.pid, "method", m.method)
 	}

@@ -72,3 +72,31 @@ func TestStdioQueueBudgetOverall(t *testing.T) {
 	}
 	waitFor(t, func() bool { return s.QueuedBytes() == 0 }, "the budget back to 0")
 }
+
+// TestLegacyRequestWhileCallsOpenNamesTheCause: a legacy child's
+// server-to-client request while two calls of its user are open cannot be
+// given to either; the refusal says so (not "outside any single call").
+func TestLegacyRequestWhileCallsOpenNamesTheCause(t *testing.T) {
+	cfg, _ := childConfig(t, "legacy")
+	s := startChild(t, cfg)
+	slept := make(chan error, 1)
+	go func() {
+		_, err := s.Call(context.Background(), toolCall("1", "sleep", map[string]any{"ms": 1500}, ""), nil, nil)
+		slept <- err
+	}()
+	c, err := s.current(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { c.mu.Lock(); defer c.mu.Unlock(); return len(c.pending) == 1 }, "the first call open")
+	raw, err := s.Call(context.Background(), toolCall("2", "ask", nil, ""), nil, func([]byte) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := decode(t, raw).Result.Content[0].Text; !strings.Contains(got, "while 2 calls of this user were open") {
+		t.Fatalf("the child heard %q", got)
+	}
+	if err := <-slept; err != nil {
+		t.Fatal(err)
+	}
+}
