@@ -261,15 +261,17 @@ func TestWaitingRoundsCannotLockOutChildren(t *testing.T) {
 		t.Fatalf("carol after Retry-After: %+v %s", r.Error, r.Result)
 	}
 	// Alice's child (the least recently used) made room; bob's round lives.
-	sa, _ := json.Marshal(alice)
-	ra := handleTool(t, p, "alice", "trigger-elicitation-request", caps, `,"requestState":`+string(sa)+`,"inputResponses":{"elicitation":{"action":"accept","content":{"name":"Ada"}}}`)
-	if ra.Error == nil || ra.Error.Code != -32602 || !strings.Contains(ra.Error.Message, "call the tool again") {
-		t.Fatalf("alice's retry after her child was taken: %+v %s", ra.Error, ra.Result)
-	}
 	sb, _ := json.Marshal(bob)
 	rb := handleTool(t, p, "bob", "trigger-elicitation-request", caps, `,"requestState":`+string(sb)+`,"inputResponses":{"elicitation":{"action":"accept","content":{"name":"Bob"}}}`)
 	if rb.Error != nil || !strings.Contains(string(rb.Result), "Bob") {
 		t.Fatalf("bob's retry: %+v %s", rb.Error, rb.Result)
+	}
+	// (Alice's retry needs a child again, for the proxy's tools/list: it
+	// comes last.)
+	sa, _ := json.Marshal(alice)
+	ra := handleTool(t, p, "alice", "trigger-elicitation-request", caps, `,"requestState":`+string(sa)+`,"inputResponses":{"elicitation":{"action":"accept","content":{"name":"Ada"}}}`)
+	if ra.Error == nil || ra.Error.Code != -32602 || !strings.Contains(ra.Error.Message, "call the tool again") {
+		t.Fatalf("alice's retry after her child was taken: %+v %s", ra.Error, ra.Result)
 	}
 }
 
