@@ -172,8 +172,13 @@ func New(cfg Config) (*Proxy, error) {
 	p.pending.calls.Max = cmp.Or(max(p.cfg.MaxPending, 0), defaultMaxPending)
 	p.pending.calls.PerPrincipal = cmp.Or(max(p.cfg.MaxPendingPerPrincipal, 0), defaultMaxPendingPrincipal)
 	p.legacy = p.newLegacyFront()
+	// One sessions handler, however many handlers are built: the
+	// sessions and their count live there.
 	p.sessions = &legacy.Sessions{Server: p.legacy.srv, Max: p.cfg.MaxSessions, PerPrincipal: p.cfg.MaxSessionsPerPrincipal,
-		Principal: server.RequestPrincipal, Refused: p.metrics.LegacySessionsRefused.Inc}
+		Principal: server.RequestPrincipal, Refused: p.metrics.LegacySessionsRefused.Inc,
+		Handler: mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return p.legacy.srv }, &mcp.StreamableHTTPOptions{
+			SessionTimeout: p.cfg.SessionIdle, MaxRequestBodyBytes: mcphttp.MaxBody,
+		})}
 	p.registerPools(cfg.Upstream)
 	return p, nil
 }
@@ -193,10 +198,6 @@ func (p *Proxy) Handler() http.Handler { return p.handler(true) }
 func (p *Proxy) OpsHandler() http.Handler { return p.handler(false) }
 
 func (p *Proxy) handler(withMCP bool) http.Handler {
-	sessions := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return p.legacy.srv }, &mcp.StreamableHTTPOptions{
-		SessionTimeout: p.cfg.SessionIdle, MaxRequestBodyBytes: mcphttp.MaxBody,
-	})
-	p.sessions.Handler = sessions
 	var mcpHandler http.Handler = legacy.Router(http.HandlerFunc(p.serveMCP), p.sessions, mcphttp.MaxBody)
 	mux := http.NewServeMux()
 	if withMCP {
