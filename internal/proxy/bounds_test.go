@@ -188,6 +188,9 @@ func TestLegacySessionsPerPrincipal(t *testing.T) {
 	if got := metricValue(t, base, "mrtr_legacy_sessions"); got != 17 {
 		t.Fatalf("mrtr_legacy_sessions = %v, want 17 (alice's 16, bob's 1)", got)
 	}
+	if got := metricValue(t, base, "mrtr_legacy_sessions_evicted_total"); got != 4 {
+		t.Fatalf("mrtr_legacy_sessions_evicted_total = %v, want 4", got)
+	}
 	if s := sessionStatus(t, base, aliceToken, ids[0]); s != http.StatusNotFound {
 		t.Fatalf("alice's least recently used session: HTTP %d, want 404 (closed)", s)
 	}

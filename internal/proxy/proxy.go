@@ -226,6 +226,10 @@ func (p *Proxy) registerPools(up upstream.Upstream) {
 		func() float64 { return float64(p.streams.Held()) })
 	gauge("mrtr_legacy_sessions", "Live sessions of 2025-era clients (--max-sessions).",
 		func() float64 { return float64(p.sessions.Live()) })
+	evicted := prometheus.NewCounter(prometheus.CounterOpts{Name: "mrtr_legacy_sessions_evicted_total",
+		Help: "Sessions of 2025-era clients closed to make room for a new one of the same principal (16 per principal)."})
+	p.cfg.Registry.MustRegister(evicted)
+	p.sessions.Evicted = evicted.Inc
 	if c, ok := up.(interface{ Children() int }); ok {
 		gauge("mrtr_upstream_children", "Stdio children running now, one per principal for a 2025-era child (--max-children).",
 			func() float64 { return float64(c.Children()) })
