@@ -100,3 +100,38 @@ func TestLegacyRequestWhileCallsOpenNamesTheCause(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestPerPrincipalRoundHold (finding 7, at the transport): with one child
+// allowed, alice's call whose elicitation waits keeps bob out only until
+// it has waited RoundHold (bob is told when to retry); then alice's child
+// is stopped for bob, and alice's call fails saying why.
+func TestPerPrincipalRoundHold(t *testing.T) {
+	cfg, _ := childConfig(t, "legacy")
+	cfg.RoundHold = 300 * time.Millisecond
+	p, err := NewPerPrincipal(context.Background(), cfg, 1, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	asked := make(chan struct{})
+	aliceDone := make(chan error, 1)
+	go func() {
+		ctx := WithRounds(WithPrincipal(context.Background(), "alice"))
+		_, err := p.Call(ctx, toolCall("1", "ask", nil, ""), nil, func([]byte) error { close(asked); return nil })
+		aliceDone <- err
+	}()
+	<-asked
+	bob := WithPrincipal(context.Background(), "bob")
+	_, err = p.Call(bob, toolCall("2", "echo", map[string]any{"text": "hi"}, ""), nil, nil)
+	e := wantCode(t, err, CodeUnavailable)
+	if e.RetryAfter <= 0 || e.RetryAfter > cfg.RoundHold {
+		t.Fatalf("bob's refusal: RetryAfter %s (%q)", e.RetryAfter, e.Message)
+	}
+	time.Sleep(e.RetryAfter + 50*time.Millisecond)
+	if _, err := p.Call(bob, toolCall("3", "echo", map[string]any{"text": "hi"}, ""), nil, nil); err != nil {
+		t.Fatalf("bob after the hold: %v", err)
+	}
+	if e := wantCode(t, <-aliceDone, CodeUnavailable); !strings.Contains(e.Message, "--child-round-hold") {
+		t.Fatalf("alice's call: %q", e.Message)
+	}
+}

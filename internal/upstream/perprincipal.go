@@ -60,7 +60,9 @@ type principalChild struct {
 	waiting map[*roundWait]struct{}
 }
 
-type roundWait struct{ since time.Time }
+// roundWait is one call's server-to-client requests that wait for an
+// answer, by the child's id of each, with when they were asked.
+type roundWait struct{ asked map[string]time.Time }
 
 // DefaultRoundHold is how long a waiting round keeps its principal's child
 // from a principal that finds every child busy.
@@ -74,8 +76,10 @@ func (c *principalChild) takeableAt(hold time.Duration) (at time.Time, ok bool) 
 		return time.Time{}, false
 	}
 	for w := range c.waiting {
-		if w.since.After(at) {
-			at = w.since
+		for _, since := range w.asked {
+			if since.After(at) {
+				at = since
+			}
 		}
 	}
 	return at.Add(hold), true
@@ -235,8 +239,8 @@ func (p *PerPrincipal) releaser(c *principalChild) func() {
 }
 
 // Call sends msg to the child of the principal ctx names. A call
-// WithRounds counts as waiting from each server-to-client request it
-// passes on until the proxy answers it (Send) or the call ends.
+// WithRounds counts as waiting while a server-to-client request it passed
+// on has no answer (Send of a response with its id) and the call goes on.
 func (p *PerPrincipal) Call(ctx context.Context, msg []byte, h http.Header, onMessage func(raw []byte) error) ([]byte, error) {
 	s, c, release, err := p.get(ctx, principalOf(ctx))
 	if err != nil {
@@ -244,14 +248,17 @@ func (p *PerPrincipal) Call(ctx context.Context, msg []byte, h http.Header, onMe
 	}
 	defer release()
 	if hasRounds(ctx) && onMessage != nil {
-		var w *roundWait
-		defer p.answered(c, &w)
+		w := &roundWait{asked: map[string]time.Time{}}
+		defer func() {
+			p.mu.Lock()
+			delete(c.waiting, w)
+			p.mu.Unlock()
+		}()
 		on := onMessage
 		onMessage = func(raw []byte) error {
-			if isServerRequest(raw) {
+			if m, err := parseMessage(raw); err == nil && m.hasID && m.method != "" {
 				p.mu.Lock()
-				delete(c.waiting, w)
-				w = &roundWait{since: time.Now()}
+				w.asked[string(m.value(m.id))] = time.Now()
 				if c.waiting == nil {
 					c.waiting = map[*roundWait]struct{}{}
 				}
@@ -264,13 +271,6 @@ func (p *PerPrincipal) Call(ctx context.Context, msg []byte, h http.Header, onMe
 	return s.Call(ctx, msg, h, onMessage)
 }
 
-// answered ends the wait *w of a call on c.
-func (p *PerPrincipal) answered(c *principalChild, w **roundWait) {
-	p.mu.Lock()
-	delete(c.waiting, *w)
-	p.mu.Unlock()
-}
-
 // Send delivers msg to the child of the principal ctx names. A response
 // (the answer to the child's request) ends the child's waits.
 func (p *PerPrincipal) Send(ctx context.Context, msg []byte, h http.Header) error {
@@ -280,8 +280,13 @@ func (p *PerPrincipal) Send(ctx context.Context, msg []byte, h http.Header) erro
 	}
 	defer release()
 	if m, err := parseMessage(msg); err == nil && m.hasID && m.method == "" {
+		id := string(m.value(m.id))
 		p.mu.Lock()
-		clear(c.waiting)
+		for w := range c.waiting {
+			if delete(w.asked, id); len(w.asked) == 0 {
+				delete(c.waiting, w)
+			}
+		}
 		p.mu.Unlock()
 	}
 	return s.Send(ctx, msg, h)
