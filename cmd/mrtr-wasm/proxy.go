@@ -65,6 +65,10 @@ type proxyOptions struct {
 	toolsMinTTL      time.Duration
 	upstreamRoots    bool
 	upstreamStderr   string
+	maxPending       int
+	maxPendingOne    int
+	childRoundHold   time.Duration
+	upstreamQueued   int64
 }
 
 func parseProxy(args []string, stderr io.Writer) (*proxyOptions, error) {
@@ -89,6 +93,10 @@ func parseProxy(args []string, stderr io.Writer) (*proxyOptions, error) {
 	fs.IntVar(&o.maxChildren, "max-children", 16, "most stdio children at once when the child speaks the 2025 era (one per principal, so users never share its session state)")
 	fs.DurationVar(&o.toolsMinTTL, "tools-min-ttl", time.Second, "least time the upstream's tools/list and server/discover stay cached, even when it says ttlMs 0 (0: re-fetch whenever its ttlMs has run out)")
 	fs.DurationVar(&o.childIdle, "child-idle", 10*time.Minute, "stop a principal's stdio child after this long without a call")
+	fs.DurationVar(&o.childRoundHold, "child-round-hold", upstream.DefaultRoundHold, "when every stdio child is busy, a child whose calls all wait this long for their clients' answers is stopped for a new principal (its rounds' retries are told to call again); the longest a new principal is kept out by waiting rounds")
+	fs.IntVar(&o.maxPending, "max-pending", 1024, "most calls of a 2025-era upstream held open at once (in flight, or waiting for a round's answer), each holding an upstream connection or child; a further call gets HTTP 503 / -32000 before it reaches the upstream")
+	fs.IntVar(&o.maxPendingOne, "max-pending-principal", 16, "most such calls held open for one principal")
+	fs.Int64Var(&o.upstreamQueued, "upstream-max-queued", upstream.DefaultMaxQueued, "most bytes from stdio children queued, all calls together, for clients that read slowly; the call whose message would pass it fails")
 	fs.BoolVar(&o.upstreamRoots, "upstream-roots", false, "declare roots to an upstream of the 2025 era, so that it may ask a client's roots/list during a call (off: a server may take the roots as the directories it works in, and clients would choose them)")
 	fs.Var(&o.upstreamEnv, "upstream-env", "NAME=VALUE for a stdio child's environment (repeatable; the child gets a clean environment)")
 	fs.Var(&o.upstreamEnvPass, "upstream-env-pass", "NAME of the proxy's environment passed to a stdio child (repeatable)")
@@ -112,6 +120,8 @@ func parseProxy(args []string, stderr io.Writer) (*proxyOptions, error) {
 		return nil, errors.New("--upstream-timeout and --child-idle must be positive")
 	case o.maxChildren <= 0, o.upstreamMaxBody <= 0:
 		return nil, errors.New("--max-children and --upstream-max-body must be positive")
+	case o.maxPending <= 0, o.maxPendingOne <= 0, o.upstreamQueued <= 0, o.childRoundHold <= 0:
+		return nil, errors.New("--max-pending, --max-pending-principal, --upstream-max-queued and --child-round-hold must be positive")
 	}
 	if err := upstream.CheckStderrMode(o.upstreamStderr); err != nil {
 		return nil, err
@@ -292,10 +302,11 @@ func runProxyServer(ctx context.Context, o *proxyOptions, stdin io.Reader, stdou
 	}
 	px, err := proxy.New(proxy.Config{Guard: guard, Upstream: up, Version: version(), Auth: authn, PassToken: o.passToken, ForwardPrincipal: o.forwardPrincipal,
 		Logger: log, Telemetry: tel, SessionIdle: o.sessionIdle, MaxSessions: o.maxSessions, MaxStreams: o.maxStreams, ToolsMinTTL: minTTL(o.toolsMinTTL),
-		Ready: readyChecks(led, pol, log)})
+		Ready: readyChecks(led, pol, log), MaxPending: o.maxPending, MaxPendingPerPrincipal: o.maxPendingOne})
 	if err != nil {
 		return err
 	}
+	defer px.Close() // before the upstream closes: its waiting rounds hear cancel
 	log.Info("mrtr-wasm proxy starting", "upstream", up.ID(), "keys", len(guard.KeyIDs()), "key_ids", strings.Join(guard.KeyIDs(), ","),
 		"engine", engine.String(), "ledger", ledgerKind(o.ledger), "policy", pol.Info().Revision, "auth", authKind(authn), "tracing", tel.Enabled())
 

@@ -28,7 +28,7 @@ func openStdioUpstream(ctx context.Context, o *proxyOptions, log *slog.Logger) (
 	return upstream.NewPerPrincipal(ctx, upstream.StdioConfig{
 		Command: o.command[0], Args: o.command[1:], Env: env, Credential: o.credential, Logger: log, Version: version(),
 		StartTimeout: o.upstreamTimeout, CallTimeout: o.upstreamTimeout, MaxMessage: int(min(o.upstreamMaxBody, 64<<20)),
-		Roots: o.upstreamRoots, Stderr: o.upstreamStderr,
+		Roots: o.upstreamRoots, Stderr: o.upstreamStderr, MaxQueued: o.upstreamQueued, RoundHold: o.childRoundHold,
 	}, o.maxChildren, o.childIdle)
 }
 

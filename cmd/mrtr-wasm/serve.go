@@ -92,7 +92,7 @@ func addSharedFlags(fs *flag.FlagSet, o *serveOptions) {
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.DurationVar(&o.shutdown, "shutdown-timeout", 30*time.Second, "how long a shutdown waits for requests in flight")
 	fs.DurationVar(&o.sessionIdle, "session-idle", server.DefaultSessionIdle, "close a legacy (2025-era) client's session after this long without a request")
-	fs.IntVar(&o.maxSessions, "max-sessions", server.DefaultMaxSessions, "most live legacy sessions (a further initialize gets HTTP 503)")
+	fs.IntVar(&o.maxSessions, "max-sessions", server.DefaultMaxSessions, "most live legacy sessions, 16 per principal (a principal's 17th closes its least recently used one; past the total an initialize gets HTTP 503)")
 	fs.IntVar(&o.maxStreams, "max-streams", mcphttp.DefaultMaxStreams, "most subscriptions/listen streams open at once, 16 per principal (a further one gets HTTP 503)")
 }
 

@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -271,21 +273,129 @@ func Fulfil(ctx context.Context, ss *mcp.ServerSession, reqs mcp.InputRequestMap
 }
 
 // Sessions is the stateful SDK handler for legacy sessions with a cap on
-// live ones.
+// live ones, overall and per principal. A principal at its own cap gets a
+// new session all the same: its least recently used one is closed (one
+// principal cannot fill the pool for the others, and a client that lost
+// its session id is not locked out). The count and the creation are one
+// step under mu: concurrent initializes cannot go past either cap.
 type Sessions struct {
 	Handler http.Handler
 	Server  *mcp.Server
 	Max     int
+	// PerPrincipal caps one principal's live sessions (default
+	// DefaultSessionsPerPrincipal).
+	PerPrincipal int
+	// Principal names who sends a request (nil: everybody is one).
+	Principal func(*http.Request) string
 	// Refused is called for each initialize refused at the cap.
 	Refused func()
+	// Evicted is called for each session closed to make room for its
+	// principal's new one.
+	Evicted func()
+
+	mu        sync.Mutex
+	owners    map[string]*owner // session id -> who opened it, when last used
+	opening   int               // initializes under way (counted against Max)
+	openingBy map[string]int
 }
 
-func (s *Sessions) live() int {
+// DefaultSessionsPerPrincipal is one principal's cap on live legacy
+// sessions (as on its subscriptions/listen streams).
+const DefaultSessionsPerPrincipal = 16
+
+type owner struct {
+	principal string
+	used      time.Time
+}
+
+// Live is how many legacy sessions are open now.
+func (s *Sessions) Live() int {
 	n := 0
 	for range s.Server.Sessions() {
 		n++
 	}
 	return n
+}
+
+func (s *Sessions) principal(r *http.Request) string {
+	if s.Principal == nil {
+		return ""
+	}
+	return s.Principal(r)
+}
+
+// reserve counts a new session of principal against the caps: ok false
+// is a refusal; evict is that principal's least recently used session,
+// to close before the new one opens; done ends the reservation with the
+// new session's id ("" when none opened).
+func (s *Sessions) reserve(principal string) (evict *mcp.ServerSession, done func(id string), ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.owners == nil {
+		s.owners, s.openingBy = map[string]*owner{}, map[string]int{}
+	}
+	live := map[string]*mcp.ServerSession{}
+	for ss := range s.Server.Sessions() {
+		live[ss.ID()] = ss
+	}
+	// Sessions that ended (idle, DELETE, closed) are forgotten here.
+	var lru string
+	mine := s.openingBy[principal]
+	for id, o := range s.owners {
+		if live[id] == nil {
+			delete(s.owners, id)
+			continue
+		}
+		if o.principal == principal {
+			mine++
+			if lru == "" || o.used.Before(s.owners[lru].used) {
+				lru = id
+			}
+		}
+	}
+	// A session being opened is live before its initialize returns: it
+	// may count twice for that moment, never zero times.
+	total := len(live) + s.opening
+	if mine >= cmpOr(s.PerPrincipal, DefaultSessionsPerPrincipal) {
+		if lru == "" { // all of them still opening
+			return nil, nil, false
+		}
+		evict = live[lru]
+		delete(s.owners, lru)
+		total--
+	}
+	if total >= s.Max {
+		return nil, nil, false
+	}
+	s.opening++
+	s.openingBy[principal]++
+	return evict, func(id string) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.opening--
+		if s.openingBy[principal]--; s.openingBy[principal] <= 0 {
+			delete(s.openingBy, principal)
+		}
+		if id != "" {
+			s.owners[id] = &owner{principal: principal, used: time.Now()}
+		}
+	}, true
+}
+
+// touch notes a request on session id.
+func (s *Sessions) touch(id string) {
+	s.mu.Lock()
+	if o := s.owners[id]; o != nil {
+		o.used = time.Now()
+	}
+	s.mu.Unlock()
+}
+
+func cmpOr(v, def int) int {
+	if v > 0 {
+		return v
+	}
+	return def
 }
 
 // isLegacyRequest: a request that names a session, or an initialize
@@ -331,8 +441,11 @@ func Router(modern http.Handler, s *Sessions, maxBody int64) http.Handler {
 			modern.ServeHTTP(w, r)
 			return
 		}
-		if r.Header.Get("Mcp-Session-Id") == "" {
-			if s.live() >= s.Max {
+		if id := r.Header.Get("Mcp-Session-Id"); id != "" {
+			s.touch(id)
+		} else {
+			evict, done, ok := s.reserve(s.principal(r))
+			if !ok {
 				if s.Refused != nil {
 					s.Refused()
 				}
@@ -349,6 +462,16 @@ func Router(modern http.Handler, s *Sessions, maxBody int64) http.Handler {
 				fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":"too many sessions: try again later"}}`, p.ID, CodeServerBusy)
 				return
 			}
+			if evict != nil {
+				_ = evict.Close()
+				if s.Evicted != nil {
+					s.Evicted()
+				}
+			}
+			// The handler names the new session in its answer's header.
+			defer func() { done(w.Header().Get("Mcp-Session-Id")) }()
+			s.Handler.ServeHTTP(w, r)
+			return
 		}
 		s.Handler.ServeHTTP(w, r)
 	})

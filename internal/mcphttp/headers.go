@@ -328,6 +328,14 @@ func (m *Message) Target() string {
 // IsRetry reports whether the request carries a requestState.
 func (m *Message) IsRetry() bool { return m.p.RequestState != nil && *m.p.RequestState != "" }
 
+// RequestState is the request's requestState as the client sent it ("" if none).
+func (m *Message) RequestState() string {
+	if m.p.RequestState == nil {
+		return ""
+	}
+	return *m.p.RequestState
+}
+
 // AnswersRound reports whether the request claims to answer an input
 // round: it has a requestState (even "") or non-null inputResponses. A
 // proxy must not forward such a request as a fresh call: to an upstream

@@ -56,6 +56,13 @@ func (s *Streams) Acquire(principal string) (release func(), ok bool) {
 	}, true
 }
 
+// Held is how many are taken now, in all.
+func (s *Streams) Held() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.total
+}
+
 func cmpOr(v, def int) int {
 	if v > 0 {
 		return v

@@ -27,7 +27,7 @@ func (p *Proxy) answerAhead(ctx context.Context, m *mcphttp.Message, body []byte
 	}
 	if p.legacyUpstream() {
 		// A 2025-era server takes no inputResponses: a plain call.
-		s.Final(p.awaitLegacy(ctx, m, fresh, principal, p.startLegacyCall(principal, fresh, h), nil, s))
+		s.Final(p.legacyAnswer(ctx, m, fresh, principal, fresh, h, s))
 		return
 	}
 	resp, err := p.call(ctx, fresh, h, s)

@@ -63,7 +63,7 @@ func (p *Proxy) Handle(ctx context.Context, m *mcphttp.Message, body []byte, h h
 		return
 	}
 	if canAsk(m.Method) && p.legacyUpstream() {
-		s.Final(p.awaitLegacy(ctx, m, body, principal, p.startLegacyCall(principal, body, h), nil, s))
+		s.Final(p.legacyAnswer(ctx, m, body, principal, body, h, s))
 		return
 	}
 	cctx := ctx
@@ -143,6 +143,13 @@ func (p *Proxy) upstreamError(m *mcphttp.Message, err error) []byte {
 	e, ok := upstream.AsError(err)
 	if !ok {
 		e = upstream.Errorf(upstream.CodeUnavailable, "the upstream failed", err)
+	}
+	if secs := e.RetryAfterSeconds(); secs > 0 {
+		// No room for this principal at the upstream (every stdio child
+		// busy): the client retries after secs.
+		p.up.busy.WithLabelValues("children").Inc()
+		p.log.Info("upstream busy", "method", m.Method, "code", e.Code, "retry_after_s", secs)
+		return rpcError(m.ID, busyError(e.Message, secs))
 	}
 	p.log.Warn("upstream call failed", "method", m.Method, "target", m.Target(), "code", e.Code, "error", errText(e))
 	return rpcError(m.ID, &jsonrpc.Error{Code: upstream.JSONRPCCode, Message: e.Message + " (" + e.Code + "; retry)", Data: e.Data()})
@@ -286,11 +293,17 @@ func (p *Proxy) resume(ctx context.Context, m *mcphttp.Message, body []byte, h h
 		p.up.rounds.WithLabelValues("rejected").Inc()
 		p.metrics.Outcomes.WithLabelValues(targetLabel(ctx), "rejected").Inc()
 		p.log.Info("retry refused", "target", m.Target(), "code", e.Code, "reason", e.Reason)
+		if roundOver(e.Code) {
+			p.endRoundOf(m, principal)
+		}
 		s.Final(rpcError(m.ID, &jsonrpc.Error{Code: int64(e.JSONRPCCode()), Message: e.Message, Data: e.Data}))
 		return
 	}
 	p.noteDropped(m, out.Dropped)
 	if out.Status == host.InputRequired {
+		if key, lc, ok := p.roundOf(m.RequestState(), principal); ok {
+			p.noteState(lc, key, stateOfResult(out.InputRequired)) // the same round, asked again
+		}
 		p.up.rounds.WithLabelValues("reasked").Inc()
 		p.metrics.Outcomes.WithLabelValues(targetLabel(ctx), "input_required").Inc()
 		s.Final(rpcResult(m.ID, out.InputRequired))
@@ -307,7 +320,11 @@ func (p *Proxy) resume(ctx context.Context, m *mcphttp.Message, body []byte, h h
 			// A 2025-era server's own input_required round: its answer
 			// may hold server-to-client requests, and a further round is
 			// read as awaitLegacy reads any.
-			return p.awaitLegacy(ectx, m, body, principal, p.startLegacyCall(principal, out.Forward, h), out, s), nil
+			resp, jerr := p.runLegacy(ectx, m, body, principal, out.Forward, h, out, s)
+			if jerr != nil {
+				return nil, jerr // the claim is released: nothing was sent
+			}
+			return resp, nil
 		}
 		resp, err := p.call(ectx, out.Forward, h, s)
 		if err != nil {
@@ -348,8 +365,8 @@ func (p *Proxy) resume(ctx context.Context, m *mcphttp.Message, body []byte, h h
 			s.Final(p.upstreamError(m, err))
 			return
 		}
-		if errors.Is(err, errStartAgain) {
-			s.Final(rpcError(m.ID, errStartAgain))
+		if je := (*jsonrpc.Error)(nil); errors.As(err, &je) { // errStartAgain, errPendingFull
+			s.Final(rpcError(m.ID, je))
 			return
 		}
 		e, ok := host.AsError(err)

@@ -191,9 +191,23 @@ func forwardAsking[R legacy.Result](ctx context.Context, p *Proxy, ss *mcp.Serve
 	}
 	caps := legacy.Capabilities(ss.InitializeParams())
 	observe := func(result string) { p.metrics.LegacyRounds.WithLabelValues(result).Inc() }
+	// A round the session's client never answered (it failed, went away,
+	// or the session closed) still holds a 2025-era upstream's request:
+	// it is answered cancel as the request ends.
+	var last string
+	defer func() {
+		if last == "" {
+			return
+		}
+		principal, _ := p.legacyPrincipal(extra)
+		if key, _, ok := p.roundOf(last, principal); ok {
+			p.endRound(key, `{"action":"cancel"}`, "abandoned", true)
+		}
+	}()
 	return legacy.RunOf(ctx, ss, p.log, observe, target, func(ctx context.Context, responses json.RawMessage, state string) (R, error) {
 		var res R
 		raw, err := p.forwardLegacy(ctx, ss, extra, method, target, fields, token, caps, responses, state)
+		last = stateOfResult(raw)
 		if err != nil {
 			return res, err
 		}

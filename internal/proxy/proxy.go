@@ -2,12 +2,14 @@ package proxy
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -66,10 +68,18 @@ type Config struct {
 	// MaxStreams caps the subscriptions/listen streams relayed at once
 	// (default 1024), 16 of them per principal; beyond, HTTP 503.
 	MaxStreams int
+	// MaxSessionsPerPrincipal caps one principal's live legacy sessions
+	// (default 16): its least recently used one is closed for a new one.
+	MaxSessionsPerPrincipal int
 	// PendingTTL is how long a legacy upstream's open request waits for
 	// its round's retry before it is answered cancel (default 5 min, the
 	// default state TTL).
 	PendingTTL time.Duration
+	// MaxPending caps the calls of a 2025-era upstream held open (in
+	// flight, or waiting for a round's retry) overall (default 1024), and
+	// MaxPendingPerPrincipal per principal (default 16); past either, a
+	// call is refused before it reaches the upstream (-32000, HTTP 503).
+	MaxPending, MaxPendingPerPrincipal int
 	// Telemetry traces each request, guard step and upstream call (nil: off).
 	Telemetry *telemetry.Telemetry
 	// Ready lists what /readyz checks beside the upstream (the ledger,
@@ -79,16 +89,17 @@ type Config struct {
 
 // Proxy serves MCP downstream and forwards upstream.
 type Proxy struct {
-	cfg     Config
-	streams mcphttp.Streams
-	log     *slog.Logger
-	metrics *server.Metrics
-	up      *upMetrics
-	tools   *scopedCache[toolList]
-	upID    string
-	legacy  *legacyFront
-	pending pendingRounds // rounds of a legacy upstream waiting for their retry
-	ops     *ops.Lifecycle
+	cfg      Config
+	streams  mcphttp.Streams
+	log      *slog.Logger
+	metrics  *server.Metrics
+	up       *upMetrics
+	tools    *scopedCache[toolList]
+	upID     string
+	legacy   *legacyFront
+	pending  pendingRounds // rounds of a legacy upstream waiting for their retry
+	sessions *legacy.Sessions
+	ops      *ops.Lifecycle
 
 	// the upstream's server/discover, for the proxy's own
 	discovery *scopedCache[json.RawMessage]
@@ -100,6 +111,7 @@ type upMetrics struct {
 	refused *prometheus.CounterVec // mrtr_upstream_refused_total{what}
 	rounds  *prometheus.CounterVec // mrtr_proxy_rounds_total{outcome}
 	dropped *prometheus.CounterVec // mrtr_proxy_dropped_answer_fields_total{kind}
+	busy    *prometheus.CounterVec // mrtr_proxy_busy_total{pool}
 }
 
 // New builds a proxy.
@@ -134,10 +146,13 @@ func New(cfg Config) (*Proxy, error) {
 			Name: "mrtr_upstream_refused_total", Help: "What the proxy refused from the upstream: server_request (a server-to-client request on a 2026-07-28 stream), form (a form the core or the policy refused), capability, invalid_result, tasks (a tasks/* request: the extension is not carried), not_object (a batch or other non-object message on its stream, dropped), unheard (a 2025-era upstream's notification while its call waited for a round's retry: no client was there to hear it).",
 		}, []string{"what"}),
 		rounds: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "mrtr_proxy_rounds_total", Help: "Input rounds at the proxy: sealed, reasked (by the proxy itself), forwarded, replayed, rejected, answered_ahead (answers sent without a state, checked against the round the upstream then asked).",
+			Name: "mrtr_proxy_rounds_total", Help: "Input rounds at the proxy: sealed, reasked (by the proxy itself), forwarded, replayed, rejected, answered_ahead (answers sent without a state, checked against the round the upstream then asked); a 2025-era upstream's round that ended unanswered: expired, refused (by the guard or the policy), abandoned (its retry was refused for good), upstream_ended, shutdown.",
 		}, []string{"outcome"}),
+		busy: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mrtr_proxy_busy_total", Help: "Requests refused for want of room, by pool: pending (calls of a 2025-era upstream held open), children (stdio children of a 2025-era upstream).",
+		}, []string{"pool"}),
 	}
-	cfg.Registry.MustRegister(p.up.calls, p.up.seconds, p.up.refused, p.up.rounds)
+	cfg.Registry.MustRegister(p.up.calls, p.up.seconds, p.up.refused, p.up.rounds, p.up.busy)
 	p.up.dropped = newDroppedCounter(cfg.Registry)
 	p.tools = newScopedCache[toolList](maxPrivateCached, cfg.ToolsMinTTL, cfg.ToolsTTL)
 	p.discovery = newScopedCache[json.RawMessage](maxPrivateCached, cfg.ToolsMinTTL, cfg.ToolsTTL)
@@ -154,10 +169,17 @@ func New(cfg Config) (*Proxy, error) {
 	if p.cfg.PendingTTL <= 0 {
 		p.cfg.PendingTTL = defaultPendingTTL
 	}
-	if p.cfg.PendingTTL <= 0 {
-		p.cfg.PendingTTL = defaultPendingTTL
-	}
+	p.pending.calls.Max = cmp.Or(max(p.cfg.MaxPending, 0), defaultMaxPending)
+	p.pending.calls.PerPrincipal = cmp.Or(max(p.cfg.MaxPendingPerPrincipal, 0), defaultMaxPendingPrincipal)
 	p.legacy = p.newLegacyFront()
+	// One sessions handler, however many handlers are built: the
+	// sessions and their count live there.
+	p.sessions = &legacy.Sessions{Server: p.legacy.srv, Max: p.cfg.MaxSessions, PerPrincipal: p.cfg.MaxSessionsPerPrincipal,
+		Principal: server.RequestPrincipal, Refused: p.metrics.LegacySessionsRefused.Inc,
+		Handler: mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return p.legacy.srv }, &mcp.StreamableHTTPOptions{
+			SessionTimeout: p.cfg.SessionIdle, MaxRequestBodyBytes: mcphttp.MaxBody,
+		})}
+	p.registerPools(cfg.Upstream)
 	return p, nil
 }
 
@@ -176,13 +198,7 @@ func (p *Proxy) Handler() http.Handler { return p.handler(true) }
 func (p *Proxy) OpsHandler() http.Handler { return p.handler(false) }
 
 func (p *Proxy) handler(withMCP bool) http.Handler {
-	sessions := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return p.legacy.srv }, &mcp.StreamableHTTPOptions{
-		SessionTimeout: p.cfg.SessionIdle, MaxRequestBodyBytes: mcphttp.MaxBody,
-	})
-	var mcpHandler http.Handler = legacy.Router(http.HandlerFunc(p.serveMCP), &legacy.Sessions{
-		Handler: sessions, Server: p.legacy.srv, Max: p.cfg.MaxSessions,
-		Refused: p.metrics.LegacySessionsRefused.Inc,
-	}, mcphttp.MaxBody)
+	var mcpHandler http.Handler = legacy.Router(http.HandlerFunc(p.serveMCP), p.sessions, mcphttp.MaxBody)
 	mux := http.NewServeMux()
 	if withMCP {
 		if p.cfg.Auth != nil {
@@ -195,6 +211,37 @@ func (p *Proxy) handler(withMCP bool) http.Handler {
 	mux.HandleFunc("GET /readyz", p.ops.Readyz)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(p.cfg.Registry, promhttp.HandlerOpts{}))
 	return mux
+}
+
+// registerPools exports a gauge for each pool a request may hold after its
+// response: what is held now (the caps are the flags'). up is the
+// upstream as configured (not wrapped for tracing).
+func (p *Proxy) registerPools(up upstream.Upstream) {
+	gauge := func(name, help string, f func() float64) {
+		p.cfg.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f))
+	}
+	gauge("mrtr_proxy_pending_rounds", "Calls of a 2025-era upstream held open: in flight, or waiting for a round's retry (--max-pending).",
+		func() float64 { return float64(p.pending.calls.Held()) })
+	gauge("mrtr_proxy_streams", "subscriptions/listen streams relayed now (--max-streams).",
+		func() float64 { return float64(p.streams.Held()) })
+	gauge("mrtr_legacy_sessions", "Live sessions of 2025-era clients (--max-sessions).",
+		func() float64 { return float64(p.sessions.Live()) })
+	evicted := prometheus.NewCounter(prometheus.CounterOpts{Name: "mrtr_legacy_sessions_evicted_total",
+		Help: "Sessions of 2025-era clients closed to make room for a new one of the same principal (16 per principal)."})
+	p.cfg.Registry.MustRegister(evicted)
+	p.sessions.Evicted = evicted.Inc
+	if c, ok := up.(interface{ Children() int }); ok {
+		gauge("mrtr_upstream_children", "Stdio children running now, one per principal for a 2025-era child (--max-children).",
+			func() float64 { return float64(c.Children()) })
+	}
+	if c, ok := up.(interface{ Sessions() int }); ok {
+		gauge("mrtr_upstream_sessions", "Sessions held at a 2025-era HTTP upstream, one per principal.",
+			func() float64 { return float64(c.Sessions()) })
+	}
+	if c, ok := up.(interface{ QueuedBytes() int64 }); ok {
+		gauge("mrtr_upstream_queued_bytes", "Bytes from stdio children queued for clients that read slowly (--upstream-max-queued).",
+			func() float64 { return float64(c.QueuedBytes()) })
+	}
 }
 
 // upstreamReady says why the upstream cannot take calls (its error code:
@@ -436,7 +483,12 @@ func (s *httpSink) Final(raw []byte) {
 		return
 	}
 	s.w.Header().Set("Content-Type", "application/json")
-	s.w.WriteHeader(errorStatus(raw))
+	status := errorStatus(raw)
+	if status == http.StatusServiceUnavailable {
+		_, after := retryAfter(raw)
+		s.w.Header().Set("Retry-After", strconv.Itoa(after))
+	}
+	s.w.WriteHeader(status)
 	_, _ = s.w.Write(raw)
 }
 
@@ -444,7 +496,8 @@ var errorMark = []byte(`"error"`)
 
 // errorStatus is the HTTP status of a JSON response, as SEP-2575 sets it
 // from a JSON-RPC error code: 404 for -32601, 400 for -32602, -32020,
-// -32021 and -32022, else 200.
+// -32021 and -32022, 503 for the proxy's own -32000 (no room: retry
+// later), else 200.
 func errorStatus(raw []byte) int {
 	if !bytes.Contains(raw, errorMark) {
 		return http.StatusOK
@@ -462,8 +515,30 @@ func errorStatus(raw []byte) int {
 		return http.StatusNotFound
 	case jsonrpc.CodeInvalidParams, mcphttp.CodeHeaderMismatch, -32021, mcphttp.CodeUnsupportedProtocolVersion:
 		return http.StatusBadRequest
+	case mcphttp.CodeServerBusy:
+		if busy, _ := retryAfter(raw); busy {
+			return http.StatusServiceUnavailable
+		}
 	}
 	return http.StatusOK
+}
+
+// retryAfter reads the proxy's own busy answer (-32000 with data.code
+// mrtr.proxy.busy; an upstream's -32000 is any server error): its
+// data.retryAfter in seconds (default 5).
+func retryAfter(raw []byte) (busy bool, seconds int) {
+	var r struct {
+		Error struct {
+			Data struct {
+				Code       string `json:"code"`
+				RetryAfter int    `json:"retryAfter"`
+			} `json:"data"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(raw, &r) != nil || r.Error.Data.Code != busyCode {
+		return false, 0
+	}
+	return true, cmp.Or(max(r.Error.Data.RetryAfter, 0), 5)
 }
 
 func (s *httpSink) finish() {

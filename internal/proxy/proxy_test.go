@@ -119,7 +119,15 @@ func toolRequest(base string, id int64, name, args, extra string) *http.Request 
 func callTool(t testing.TB, base, name, args, extra string) (*rpcMsg, int) {
 	t.Helper()
 	id := idSeq.Add(1)
-	resp, err := http.DefaultClient.Do(toolRequest(base, id, name, args, extra))
+	m, resp := doRPC(t, toolRequest(base, id, name, args, extra), id)
+	return m, resp.StatusCode
+}
+
+// doRPC sends req (a request of id) and reads the JSON-RPC answer, the
+// last event of a stream; the response's body is read and closed.
+func doRPC(t testing.TB, req *http.Request, id int64) (*rpcMsg, *http.Response) {
+	t.Helper()
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +149,7 @@ func callTool(t testing.TB, base, name, args, extra string) (*rpcMsg, int) {
 	if string(m.ID) != fmt.Sprint(id) {
 		t.Fatalf("id %s, want %d", m.ID, id)
 	}
-	return &m, resp.StatusCode
+	return &m, resp
 }
 
 // rpcServer answers every tools/call with f(request body).

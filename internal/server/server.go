@@ -198,7 +198,7 @@ func (s *Server) handler(withMCP bool) http.Handler {
 		MaxRequestBodyBytes: MaxBody,
 		Logger:              sdkLogger(s.log),
 	})
-	var mcpHandler http.Handler = legacy.Router(CheckRequests(sdk, &s.streams), &legacy.Sessions{Handler: sessions, Server: s.legacy, Max: s.cfg.MaxSessions,
+	var mcpHandler http.Handler = legacy.Router(CheckRequests(sdk, &s.streams), &legacy.Sessions{Handler: sessions, Server: s.legacy, Max: s.cfg.MaxSessions, Principal: RequestPrincipal,
 		Refused: s.metrics.LegacySessionsRefused.Inc}, MaxBody)
 	mux := http.NewServeMux()
 	if a := s.cfg.Auth; a != nil {

@@ -127,6 +127,15 @@ func (l *LegacyHTTP) initialize(ctx context.Context) (json.RawMessage, string, e
 	return r.Result, sid, nil
 }
 
+// Sessions is how many upstream sessions are held now (one per principal;
+// the least recently used idle one goes past 4096, and idle ones after
+// 30 min).
+func (l *LegacyHTTP) Sessions() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.sessions)
+}
+
 // Discovery is the initialize result; the upstream is legacy.
 func (l *LegacyHTTP) Discovery() (json.RawMessage, bool) { return l.init, true }
 

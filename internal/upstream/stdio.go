@@ -83,6 +83,15 @@ type StdioConfig struct {
 	// Roots declares the roots capability in a legacy child's initialize,
 	// so that it may ask roots/list during a call (off: see LegacyCapabilities).
 	Roots bool
+	// MaxQueued bounds the bytes queued for slow readers across all calls
+	// (of every child of a PerPrincipal): a message that would pass it
+	// fails its call (CodeTooLarge). Default DefaultMaxQueued.
+	MaxQueued int64
+	queued    *byteBudget // shared by the children made from this config
+	// RoundHold (PerPrincipal only) is how long a child whose calls all
+	// wait for rounds is kept from other principals that find every child
+	// busy. Default DefaultRoundHold.
+	RoundHold time.Duration
 }
 
 // ProtocolVersion is the MCP revision the proxy speaks to a child first.
@@ -151,8 +160,10 @@ type call struct {
 
 	mu     sync.Mutex
 	queue  [][]byte
-	queued int // bytes in queue
-	budget int // most bytes queued (queueBudget × MaxMessage)
+	queued int         // bytes in queue
+	budget int         // most bytes queued (queueBudget × MaxMessage)
+	shared *byteBudget // the bytes queued by all calls (MaxQueued)
+	over   bool        // its caller has returned: nothing more is queued
 	final  []byte
 	err    error
 	notify chan struct{}
@@ -161,7 +172,7 @@ type call struct {
 func (c *call) push(raw []byte, final bool, err error) {
 	c.mu.Lock()
 	switch {
-	case c.final != nil || c.err != nil:
+	case c.final != nil || c.err != nil || c.over:
 	case err != nil:
 		c.err = err
 	case final:
@@ -170,6 +181,8 @@ func (c *call) push(raw []byte, final bool, err error) {
 		c.err = Errorf(CodeBadResponse, "the upstream sent more messages for this call than the proxy queues", nil)
 	case c.budget > 0 && c.queued+len(raw) > c.budget:
 		c.err = Errorf(CodeTooLarge, fmt.Sprintf("the upstream sent more for this call than the %d bytes the proxy holds while its client reads", c.budget), nil)
+	case !c.shared.take(len(raw)):
+		c.err = Errorf(CodeTooLarge, fmt.Sprintf("the proxy already holds %d bytes for clients that read slowly (its overall limit): this call is failed rather than hold more", c.shared.max), nil)
 	default:
 		c.queue = append(c.queue, raw)
 		c.queued += len(raw)
@@ -218,6 +231,9 @@ func NewStdio(ctx context.Context, cfg StdioConfig) (*Stdio, error) {
 	}
 	if cfg.Version == "" {
 		cfg.Version = "dev"
+	}
+	if cfg.queued == nil {
+		cfg.queued = newByteBudget(cfg.MaxQueued)
 	}
 	sum := sha256.New()
 	for _, a := range append([]string{cfg.Command}, cfg.Args...) {
@@ -637,9 +653,18 @@ func (s *Stdio) Send(ctx context.Context, msg []byte, h http.Header) error {
 	return c.write(ctx, msg)
 }
 
+// QueuedBytes is how many bytes wait for slow readers now, across the
+// calls of every child that shares this one's budget.
+func (s *Stdio) QueuedBytes() int64 { return s.cfg.queued.held() }
+
 // Close stops the child (stdin closed, SIGTERM, SIGKILL to its process
 // group) and fails the calls in flight with CodeClosed.
 func (s *Stdio) Close() error {
+	return s.closeWith(Errorf(CodeClosed, "the proxy is shutting down", nil))
+}
+
+// closeWith is Close, failing the calls in flight with err.
+func (s *Stdio) closeWith(err *Error) error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -658,7 +683,7 @@ func (s *Stdio) Close() error {
 	s.mu.Unlock()
 	<-s.stopped
 	if c != nil {
-		c.failAll(Errorf(CodeClosed, "the proxy is shutting down", nil))
+		c.failAll(err)
 		c.stop(s.cfg.ShutdownGrace)
 		s.log.Info("upstream process stopped", "pid", c.pid)
 	}
@@ -681,7 +706,15 @@ func (c *child) roundTrip(ctx context.Context, msg []byte, tp string) (*rpcMessa
 func (c *child) call(ctx context.Context, m *rpcMessage, tp string, onMessage func([]byte) error) ([]byte, error) {
 	s := c.s
 	cl := &call{id: s.next.Add(1), origID: m.value(m.id), notify: make(chan struct{}, 1), takesAll: onMessage != nil,
-		budget: queueBudget * s.cfg.MaxMessage}
+		budget: queueBudget * s.cfg.MaxMessage, shared: s.cfg.queued}
+	taken := 0     // bytes taken from the queue, not yet through onMessage
+	defer func() { // what is still queued goes back to the budget
+		cl.mu.Lock()
+		n := cl.queued
+		cl.queue, cl.queued, cl.over = nil, 0, true
+		cl.mu.Unlock()
+		cl.shared.give(n + taken)
+	}()
 	out, err := rewriteRequest(m, cl, tp)
 	if err != nil {
 		return nil, fmt.Errorf("upstream: %w", err)
@@ -700,13 +733,17 @@ func (c *child) call(ctx context.Context, m *rpcMessage, tp string, onMessage fu
 	for {
 		cl.mu.Lock()
 		queue, final, cerr := cl.queue, cl.final, cl.err
+		taken += cl.queued // held until onMessage has each
 		cl.queue, cl.queued = nil, 0
 		cl.mu.Unlock()
 		for _, raw := range queue {
-			if onMessage == nil {
-				continue
+			var err error
+			if onMessage != nil {
+				err = onMessage(raw)
 			}
-			if err := onMessage(raw); err != nil {
+			taken -= len(raw)
+			cl.shared.give(len(raw))
+			if err != nil {
 				c.cancel(cl.id, "the client went away")
 				return nil, err
 			}
@@ -1054,8 +1091,15 @@ func (s *Stdio) unrouted(c *child, m *rpcMessage) {
 	}
 	reply := RefuseServerRequest(m.value(m.id), m.method)
 	if s.isLegacy() {
-		s.log.Info("upstream sent a server-to-client request outside a call; answered with an error", "pid", c.pid, "method", m.method)
+		c.mu.Lock()
+		open := len(c.pending)
+		c.mu.Unlock()
+		s.log.Info("upstream sent a server-to-client request outside a call; answered with an error", "pid", c.pid, "method", m.method, "calls_open", open)
 		reply = RefuseOutsideCall(m.value(m.id), m.method)
+		if open > 1 {
+			// The real cause: the proxy cannot tell which call asks.
+			reply = refusal(m.value(m.id), fmt.Sprintf("mrtr-wasm proxy: %s arrived while %d calls of this user were open on this server; the proxy cannot tell which of them asks (one call at a time of a user can ask): try again when the other calls are done", m.method, open))
+		}
 	} else {
 		s.log.Warn("upstream sent a server-to-client request, which MCP 2026-07-28 forbids; refused", "pid", c.pid, "method", m.method)
 	}

@@ -63,6 +63,9 @@ type Error struct {
 	Code    string
 	Message string
 	Err     error // the cause, for logs; may be nil
+	// RetryAfter, when set, is a refusal for want of room: when to try
+	// again (the proxy answers -32000, HTTP 503 with Retry-After).
+	RetryAfter time.Duration
 }
 
 func (e *Error) Error() string { return e.Code + ": " + e.Message }
@@ -78,13 +81,23 @@ func (e *Error) Is(target error) bool {
 // Retryable says whether the same call may succeed if sent again.
 func (e *Error) Retryable() bool { return e.Code != CodeClosed }
 
-// Data is the JSON-RPC error data: {"code": …, "retryable": …}.
+// Data is the JSON-RPC error data: {"code": …, "retryable": …}, and
+// "retryAfter" (seconds) when set.
 func (e *Error) Data() json.RawMessage {
 	b, _ := json.Marshal(struct {
-		Code      string `json:"code"`
-		Retryable bool   `json:"retryable"`
-	}{e.Code, e.Retryable()})
+		Code       string `json:"code"`
+		Retryable  bool   `json:"retryable"`
+		RetryAfter int    `json:"retryAfter,omitempty"`
+	}{e.Code, e.Retryable(), e.RetryAfterSeconds()})
 	return b
+}
+
+// RetryAfterSeconds is RetryAfter in whole seconds, rounded up (0: none).
+func (e *Error) RetryAfterSeconds() int {
+	if e.RetryAfter <= 0 {
+		return 0
+	}
+	return int((e.RetryAfter + time.Second - 1) / time.Second)
 }
 
 // AsError returns err as an *Error, if it is one.
