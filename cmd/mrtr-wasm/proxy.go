@@ -280,6 +280,11 @@ func runProxyServer(ctx context.Context, o *proxyOptions, stdin io.Reader, stdou
 	}
 	defer guard.Close(context.Background())
 
+	al, closeAudit, err := openAudit(&o.serveOptions, log)
+	if err != nil {
+		return err
+	}
+	defer closeAudit()
 	up, err := openUpstream(ctx, o, log)
 	if err != nil {
 		return err
@@ -302,7 +307,7 @@ func runProxyServer(ctx context.Context, o *proxyOptions, stdin io.Reader, stdou
 	}
 	px, err := proxy.New(proxy.Config{Guard: guard, Upstream: up, Version: version(), Auth: authn, PassToken: o.passToken, ForwardPrincipal: o.forwardPrincipal,
 		Logger: log, Telemetry: tel, SessionIdle: o.sessionIdle, MaxSessions: o.maxSessions, MaxStreams: o.maxStreams, ToolsMinTTL: minTTL(o.toolsMinTTL),
-		Ready: readyChecks(led, pol, log), MaxPending: o.maxPending, MaxPendingPerPrincipal: o.maxPendingOne})
+		Ready: readyChecks(led, pol, log), MaxPending: o.maxPending, MaxPendingPerPrincipal: o.maxPendingOne, Audit: al})
 	if err != nil {
 		return err
 	}

@@ -93,6 +93,7 @@ func addSharedFlags(fs *flag.FlagSet, o *serveOptions) {
 	fs.DurationVar(&o.shutdown, "shutdown-timeout", 30*time.Second, "how long a shutdown waits for requests in flight")
 	fs.DurationVar(&o.sessionIdle, "session-idle", server.DefaultSessionIdle, "close a legacy (2025-era) client's session after this long without a request")
 	fs.IntVar(&o.maxSessions, "max-sessions", server.DefaultMaxSessions, "most live legacy sessions, 16 per principal (a principal's 17th closes its least recently used one; past the total an initialize gets HTTP 503)")
+	fs.StringVar(&o.auditFile, "audit", "", "append every input round and decision to this hash-chained audit `FILE` (mode 0600; mrtr-wasm audit verify checks it)")
 	fs.IntVar(&o.maxStreams, "max-streams", mcphttp.DefaultMaxStreams, "most subscriptions/listen streams open at once, 16 per principal (a further one gets HTTP 503)")
 }
 
@@ -123,7 +124,6 @@ func parseServe(args []string, stderr io.Writer) (*serveOptions, error) {
 	fs.StringVar(&o.audience, "audience", "mrtr-wasm-demo", "audience bound into every requestState (instances sharing keys must share it)")
 	fs.BoolVar(&o.stdio, "stdio", false, "serve MCP on stdin/stdout (the HTTP listener still serves /connect, /healthz, /metrics)")
 	fs.StringVar(&o.publicURL, "public-url", "", "base URL browsers use to reach this server, for /connect links (default http://ADDR)")
-	fs.StringVar(&o.auditFile, "audit", "", "append every input round and decision to this hash-chained audit `FILE` (mode 0600; mrtr-wasm audit verify checks it)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -303,17 +303,13 @@ func runServer(ctx context.Context, o *serveOptions, stdin io.Reader, stdout, st
 	case authn.OAuth() && authn.Login() == nil:
 		log.Warn("--oauth-issuer without --oauth-client-id: the /connect page cannot sign people in and refuses to take keys")
 	}
+	al, closeAudit, err := openAudit(o, log)
+	if err != nil {
+		return err
+	}
+	defer closeAudit()
 	var audited server.Guard = guard
-	if o.auditFile != "" {
-		al, err := audit.Open(o.auditFile, 0)
-		if err != nil {
-			return usageError{fmt.Errorf("--audit: %w", err)}
-		}
-		defer func() {
-			seq, head := al.Head()
-			log.Info("audit log closed", "file", o.auditFile, "records", seq, "head", head)
-			al.Close()
-		}()
+	if al != nil {
 		audited = audit.Wrap(guard, al, func(err error) { log.Error("audit record not written", "error", err.Error()) })
 	}
 	cfg := server.Config{
@@ -570,4 +566,21 @@ func stopHTTP(hs *http.Server, timeout time.Duration, log *slog.Logger) {
 	if err := hs.Shutdown(ctx); err != nil {
 		log.Error("shutdown did not finish in time", "error", err.Error())
 	}
+}
+
+// openAudit opens --audit, if set; closing logs the chain's head, which
+// is what audit verify --head compares to detect a cut tail.
+func openAudit(o *serveOptions, log *slog.Logger) (*audit.Log, func(), error) {
+	if o.auditFile == "" {
+		return nil, func() {}, nil
+	}
+	al, err := audit.Open(o.auditFile, 0)
+	if err != nil {
+		return nil, nil, usageError{fmt.Errorf("--audit: %w", err)}
+	}
+	return al, func() {
+		seq, head := al.Head()
+		log.Info("audit log closed", "file", o.auditFile, "records", seq, "head", head)
+		al.Close()
+	}, nil
 }

@@ -60,20 +60,13 @@ func (a *guard) Resume(ctx context.Context, req *host.Request) (*host.Outcome, e
 	out, err := a.Guard.Resume(ctx, req)
 	r := base(req)
 	r.Kind = "form.answered"
-	switch {
-	case err != nil:
-		r.Outcome, r.Rule = "refused", codeOf(err)
-		if e, ok := host.AsError(err); ok && e.Reason == "expired" {
-			r.Kind, r.Outcome = "expired", ""
+	if err != nil {
+		r = Refusal(r, err)
+	} else {
+		r.Outcome, r.Round, r.OperationID, r.AnswersDigest = Outcome(out.Status), out.Round, out.OperationID, out.AnswersDigest
+		if out.Status == host.InputRequired {
+			r.Fields = FieldsOf(out.InputRequired)
 		}
-	case out.Status == host.Complete:
-		r.Outcome, r.Round, r.OperationID, r.AnswersDigest = "accept", out.Round, out.OperationID, out.AnswersDigest
-	case out.Status == host.Declined:
-		r.Outcome, r.Round, r.OperationID = "decline", out.Round, out.OperationID
-	case out.Status == host.Cancelled:
-		r.Outcome, r.Round, r.OperationID = "cancel", out.Round, out.OperationID
-	case out.Status == host.InputRequired:
-		r.Outcome, r.Round, r.OperationID, r.Fields = "invalid", out.Round, out.OperationID, FieldsOf(out.InputRequired)
 	}
 	a.put(r)
 	return out, err
@@ -175,3 +168,40 @@ func FieldsOf(res *host.InputRequiredResult) []Field {
 	}
 	return out
 }
+
+// FieldsOfJSON is FieldsOf for an InputRequiredResult as JSON.
+func FieldsOfJSON(raw []byte) []Field {
+	var res host.InputRequiredResult
+	if json.Unmarshal(raw, &res) != nil {
+		return nil
+	}
+	return FieldsOf(&res)
+}
+
+// Outcome names a retry's status as the audit log does.
+func Outcome(s host.Status) string {
+	switch s {
+	case host.Complete:
+		return "accept"
+	case host.Declined:
+		return "decline"
+	case host.Cancelled:
+		return "cancel"
+	case host.InputRequired:
+		return "invalid"
+	}
+	return string(s)
+}
+
+// Refusal is the record of a guard error: its code, and "expired" for a
+// state that ran out.
+func Refusal(r Record, err error) Record {
+	r.Outcome, r.Rule = "refused", codeOf(err)
+	if e, ok := host.AsError(err); ok && e.Reason == "expired" {
+		r.Kind, r.Outcome = "expired", ""
+	}
+	return r
+}
+
+// DigestOf is the SHA-256 of a value's bytes as the client sent them.
+func DigestOf(b []byte) string { return digestOf(b) }

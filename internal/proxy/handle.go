@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/mrtr-wasm/mrtr-wasm/host"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/audit"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/identity"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/mcphttp"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/rawjson"
@@ -204,8 +205,12 @@ func (p *Proxy) sealRound(ctx context.Context, m *mcphttp.Message, body []byte, 
 	endStep(span, err)
 	p.metrics.GuardTime.WithLabelValues("ask").Observe(time.Since(t).Seconds())
 	if err != nil {
+		p.audit(audit.Refusal(p.auditRecord("form.refused", m, body, principal), err))
 		return nil, p.refusedAsk(m, err)
 	}
+	r := p.auditRecord("form.asked", m, body, principal)
+	r.Round, r.OperationID, r.Fields = round.Round, round.OperationID, audit.FieldsOfJSON(round.Result)
+	p.audit(r)
 	p.metrics.Asks.WithLabelValues(targetLabel(ctx)).Inc()
 	p.up.rounds.WithLabelValues("sealed").Inc()
 	return round, nil
@@ -277,6 +282,16 @@ func (p *Proxy) resume(ctx context.Context, m *mcphttp.Message, body []byte, h h
 	server.RecordPolicyVerdict(sctx, span, err)
 	endStep(span, err)
 	p.metrics.GuardTime.WithLabelValues("resume").Observe(time.Since(t).Seconds())
+	ar := p.auditRecord("form.answered", m, body, principal)
+	if err != nil {
+		p.audit(audit.Refusal(ar, err))
+	} else {
+		ar.Outcome, ar.Round, ar.OperationID, ar.AnswersDigest = audit.Outcome(out.Status), out.Round, out.OperationID, out.AnswersDigest
+		if out.Status == host.InputRequired {
+			ar.Fields = audit.FieldsOfJSON(out.InputRequired)
+		}
+		p.audit(ar)
+	}
 	if err != nil {
 		e, ok := host.AsError(err)
 		if !ok {
@@ -347,6 +362,7 @@ func (p *Proxy) resume(ctx context.Context, m *mcphttp.Message, body []byte, h h
 		ospan.SetString("mrtr.once", "replay")
 	}
 	endStep(ospan, err)
+	p.auditForward(m, principal, out, replay, err)
 	switch {
 	case err == nil && replay:
 		p.up.rounds.WithLabelValues("replayed").Inc()
@@ -533,4 +549,43 @@ func containsFoldASCII(b []byte, word string) bool {
 		}
 	}
 	return false
+}
+
+// audit appends r to the audit log, if there is one.
+func (p *Proxy) audit(r audit.Record) {
+	if p.cfg.Audit == nil {
+		return
+	}
+	if err := p.cfg.Audit.Append(r); err != nil {
+		p.log.Error("audit record not written", "error", err.Error())
+	}
+}
+
+// auditRecord is a record of kind about m; its arguments appear only as
+// a digest.
+func (p *Proxy) auditRecord(kind string, m *mcphttp.Message, body []byte, principal string) audit.Record {
+	r := audit.Record{Kind: kind, Principal: principal, Method: m.Method, Target: m.Target()}
+	if p.cfg.Audit != nil {
+		r.ArgumentsDigest = audit.DigestOf(m.Arguments())
+	}
+	return r
+}
+
+// auditForward records what became of a checked round: forwarded to the
+// upstream (executed), answered from the ledger (replayed), or not sent.
+func (p *Proxy) auditForward(m *mcphttp.Message, principal string, out *host.UpstreamOutcome, replay bool, err error) {
+	r := audit.Record{Kind: "executed", Principal: principal, Method: m.Method, Target: m.Target(),
+		Round: out.Round, OperationID: out.OperationID, Outcome: audit.Outcome(out.Status), AnswersDigest: out.ForwardDigest}
+	switch {
+	case err != nil:
+		r.Kind, r.Rule = "execution.refused", "error"
+		if e, ok := host.AsError(err); ok {
+			r.Rule = e.Code
+		} else if e, ok := upstream.AsError(err); ok {
+			r.Rule = e.Code
+		}
+	case replay:
+		r.Kind = "replayed"
+	}
+	p.audit(r)
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/mrtr-wasm/mrtr-wasm/host"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/audit"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/identity"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/legacy"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/mcphttp"
@@ -85,6 +86,9 @@ type Config struct {
 	// Ready lists what /readyz checks beside the upstream (the ledger,
 	// the policy).
 	Ready []ops.Check
+	// Audit, when set, receives every sealed round, answer, refusal and
+	// forward as a hash-chained record (--audit).
+	Audit *audit.Log
 }
 
 // Proxy serves MCP downstream and forwards upstream.
