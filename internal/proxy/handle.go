@@ -35,6 +35,8 @@ func (p *Proxy) Handle(ctx context.Context, m *mcphttp.Message, body []byte, h h
 	if p.cfg.Telemetry.Enabled() {
 		var span telemetry.Span
 		ctx, span = p.cfg.Telemetry.StartServer(ctx, m.Method, m.Target(), h, metaString(m, "traceparent"), metaString(m, "tracestate"))
+		w := wireOf(ctx)
+		span.SetRequest(string(m.ID), w.protocolVersion, w.sessionID, w.transport)
 		s = &tracedSink{s, span}
 	}
 	if strings.HasPrefix(m.Method, "tasks/") {
@@ -434,8 +436,7 @@ func (t *tracedSink) Final(raw []byte) {
 	if json.Unmarshal(raw, &r) == nil {
 		switch {
 		case r.Error != nil:
-			t.span.SetInt("rpc.jsonrpc.error_code", r.Error.Code)
-			t.span.Fail("jsonrpc.error")
+			t.span.SetResponseError(int64(r.Error.Code))
 		case r.Result != nil && r.Result.IsError:
 			t.span.Fail("tool_error")
 		}
@@ -588,4 +589,22 @@ func (p *Proxy) auditForward(m *mcphttp.Message, principal string, out *host.Ups
 		r.Kind = "replayed"
 	}
 	p.audit(r)
+}
+
+// wire is where a request came from, for its span: the MCP revision its
+// client speaks, its session (a 2025-era client's) and the transport.
+type wire struct{ protocolVersion, sessionID, transport string }
+
+type wireKey struct{}
+
+func withWire(ctx context.Context, w wire) context.Context {
+	return context.WithValue(ctx, wireKey{}, w)
+}
+
+// wireOf is ctx's wire; by default a 2026-07-28 client over HTTP.
+func wireOf(ctx context.Context) wire {
+	if w, ok := ctx.Value(wireKey{}).(wire); ok {
+		return w
+	}
+	return wire{protocolVersion: mcphttp.ProtocolVersion, transport: "tcp"}
 }

@@ -310,7 +310,11 @@ func (p *Proxy) forwardLegacy(ctx context.Context, ss *mcp.ServerSession, extra 
 		}
 	}
 	s := &sessionSink{ctx: ctx, ss: ss, token: token, p: p}
-	p.Handle(ctx, m, body, h, principal, s)
+	w := wire{sessionID: ss.ID(), transport: "tcp"}
+	if ip := ss.InitializeParams(); ip != nil {
+		w.protocolVersion = ip.ProtocolVersion
+	}
+	p.Handle(withWire(ctx, w), m, body, h, principal, s)
 	var r struct {
 		Result json.RawMessage `json:"result"`
 		Error  *jsonrpc.Error  `json:"error"`

@@ -59,7 +59,7 @@ func (p *Proxy) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) err
 				wg.Add(1)
 				go func(m *mcphttp.Message, body []byte) {
 					defer wg.Done()
-					p.Handle(ctx, m, body, h, server.Anonymous, p.conforming(m, &lineSink{write: write}))
+					p.Handle(withWire(ctx, wire{protocolVersion: mcphttp.ProtocolVersion, transport: "pipe"}), m, body, h, server.Anonymous, p.conforming(m, &lineSink{write: write}))
 				}(m, line)
 			}
 		}

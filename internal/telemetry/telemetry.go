@@ -193,23 +193,63 @@ func (t *Telemetry) StartStep(ctx context.Context, name string) (context.Context
 }
 
 func (t *Telemetry) start(ctx context.Context, method, target string, kind trace.SpanKind) (context.Context, Span) {
-	name := method
-	if target != "" {
-		name = method + " " + target
-	}
-	attrs := []attribute.KeyValue{attribute.String("mcp.method.name", method)}
-	if target != "" {
-		switch method {
-		case "tools/call":
-			attrs = append(attrs, attribute.String("gen_ai.tool.name", target))
-		case "prompts/get":
-			attrs = append(attrs, attribute.String("gen_ai.prompt.name", target))
-		case "resources/read":
-			attrs = append(attrs, attribute.String("mcp.resource.uri", target))
-		}
-	}
-	ctx, s := t.tracer.Start(ctx, name, trace.WithSpanKind(kind), trace.WithAttributes(attrs...))
+	ctx, s := t.tracer.Start(ctx, SpanName(method, target), trace.WithSpanKind(kind), trace.WithAttributes(attributes(method, target)...))
 	return ctx, Span{s}
+}
+
+// SpanName is the MCP semantic conventions' span name, "{mcp.method.name}
+// {target}": the target is a tool's or a prompt's name; a resource's URI
+// stays out of the name (it would make one name per resource).
+func SpanName(method, target string) string {
+	if target != "" && (method == "tools/call" || method == "prompts/get") {
+		return method + " " + target
+	}
+	return method
+}
+
+// attributes are the conventions' attributes of an MCP request.
+func attributes(method, target string) []attribute.KeyValue {
+	attrs := []attribute.KeyValue{attribute.String("mcp.method.name", method), attribute.String("jsonrpc.protocol.version", "2.0")}
+	switch {
+	case method == "tools/call":
+		attrs = append(attrs, attribute.String("gen_ai.operation.name", "execute_tool"))
+		if target != "" {
+			attrs = append(attrs, attribute.String("gen_ai.tool.name", target))
+		}
+	case method == "prompts/get" && target != "":
+		attrs = append(attrs, attribute.String("gen_ai.prompt.name", target))
+	case method == "resources/read" && target != "":
+		attrs = append(attrs, attribute.String("mcp.resource.uri", target))
+	}
+	return attrs
+}
+
+// SetRequest records the request's place on the wire: its JSON-RPC id,
+// the MCP revision it speaks, its session (2025-era clients; "" for none)
+// and the transport ("tcp" for HTTP, "pipe" for stdio).
+func (s Span) SetRequest(id, protocolVersion, sessionID, transport string) {
+	if s.s == nil {
+		return
+	}
+	attrs := []attribute.KeyValue{attribute.String("mcp.protocol.version", protocolVersion), attribute.String("network.transport", transport)}
+	if id != "" {
+		attrs = append(attrs, attribute.String("jsonrpc.request.id", id))
+	}
+	if sessionID != "" {
+		attrs = append(attrs, attribute.String("mcp.session.id", sessionID))
+	}
+	s.s.SetAttributes(attrs...)
+}
+
+// SetResponseError records a JSON-RPC error response: its code as
+// rpc.response.status_code and error.type, and the span failed.
+func (s Span) SetResponseError(code int64) {
+	if s.s == nil {
+		return
+	}
+	c := strconv.FormatInt(code, 10)
+	s.s.SetStatus(codes.Error, "")
+	s.s.SetAttributes(attribute.String("rpc.response.status_code", c), attribute.String("error.type", c))
 }
 
 // Traceparent returns the W3C traceparent of the span in ctx (to send

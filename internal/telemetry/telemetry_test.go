@@ -191,3 +191,41 @@ func BenchmarkTracingOn(b *testing.B) {
 		s.End(nil)
 	}
 }
+
+// The MCP semantic conventions: span names and the request's and
+// response's attributes.
+func TestSemanticConventions(t *testing.T) {
+	rcv := otlptest.Start(t)
+	tel, err := telemetry.Setup(context.Background(), "mrtr-wasm", "0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	_, call := tel.StartServer(ctx, "tools/call", "book", nil, "", "")
+	call.SetRequest("7", "2026-07-28", "", "tcp")
+	call.SetResponseError(-32602)
+	call.End(nil)
+	_, read := tel.StartServer(ctx, "resources/read", "file:///home/ann/notes.txt", nil, "", "")
+	read.SetRequest(`"r-1"`, "2025-11-25", "sess-1", "pipe")
+	read.End(nil)
+	_ = tel.Shutdown(ctx)
+	spans := rcv.WaitFor(t, "resources/read", 5*time.Second)
+	c, ok := otlptest.Find(spans, "tools/call book")
+	if !ok {
+		t.Fatalf("spans %v", otlptest.Names(spans))
+	}
+	for k, v := range map[string]string{"mcp.method.name": "tools/call", "gen_ai.tool.name": "book", "gen_ai.operation.name": "execute_tool",
+		"jsonrpc.request.id": "7", "jsonrpc.protocol.version": "2.0", "mcp.protocol.version": "2026-07-28", "network.transport": "tcp",
+		"rpc.response.status_code": "-32602", "error.type": "-32602"} {
+		if c.Attrs[k] != v {
+			t.Errorf("tools/call %s = %q, want %q", k, c.Attrs[k], v)
+		}
+	}
+	if !c.Error {
+		t.Error("an error response did not fail the span")
+	}
+	r, ok := otlptest.Find(spans, "resources/read")
+	if !ok || r.Attrs["mcp.resource.uri"] != "file:///home/ann/notes.txt" || r.Attrs["mcp.session.id"] != "sess-1" || r.Attrs["network.transport"] != "pipe" {
+		t.Errorf("resources/read span (its URI stays out of the name): %+v", r)
+	}
+}

@@ -46,8 +46,7 @@ func (t *traced) Call(ctx context.Context, msg []byte, h http.Header, onMessage 
 					Code int `json:"code"`
 				}
 				_ = json.Unmarshal(m.value(e), &je)
-				span.SetInt("rpc.jsonrpc.error_code", je.Code)
-				span.Fail("jsonrpc.error")
+				span.SetResponseError(int64(je.Code))
 			}
 		}
 	}
