@@ -150,3 +150,45 @@ func TestApproveFailsClosed(t *testing.T) {
 		t.Fatalf("no approve decision: %v %v", out, err)
 	}
 }
+
+// BenchmarkApproval: a confirm round (the ask, the retry with a yes, the
+// ledger's claim) against the same call when the policy requires no
+// approval (the approve decision only), same guard, same run.
+func BenchmarkApproval(b *testing.B) {
+	ctx := context.Background()
+	pol, err := policy.Default(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	g, err := host.New(ctx, host.WithKeys(host.NewKeyring()), host.WithPoolSize(1), host.WithPolicy(pol))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer g.Close(ctx)
+	effect := func(context.Context) ([]byte, error) { return []byte(`"sent"`), nil }
+	b.Run("no-approval", func(b *testing.B) {
+		req := transferReq(`{"amount":10,"to":"bob"}`)
+		for b.Loop() {
+			if out, err := g.Approve(ctx, req); out != nil || err != nil {
+				b.Fatal(out, err)
+			}
+			_, _ = effect(ctx)
+		}
+	})
+	b.Run("confirm", func(b *testing.B) {
+		req := transferReq(`{"amount":5000,"to":"bob"}`)
+		for b.Loop() {
+			first, err := g.Approve(ctx, req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			out, err := g.Approve(ctx, retry(req, first.InputRequired, yes))
+			if err != nil || out.Status != host.Complete {
+				b.Fatal(out, err)
+			}
+			if _, _, err := g.Once(ctx, out, effect); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
