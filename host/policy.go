@@ -50,7 +50,9 @@ type PolicyQuery struct {
 // BuildInput returns the policy input of q as the guard core builds it
 // (guest/ABI.md, op policy.input), or q.Input when set: one builder for
 // every runtime, which also classifies each form field with the core's
-// secret detector. ask selects the ask decision's input (with "inputs").
+// secret detector. ask selects the ask decision's input (with "inputs");
+// a query Guard.Approve made gets the approve decision's (with
+// "arguments").
 // Without withPrincipal the principal is left empty: for a policy that
 // never reads it, so that one decision serves every user of a form. The
 // token's scopes and claims go in when set (a policy package clears what
