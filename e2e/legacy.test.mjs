@@ -107,7 +107,7 @@ test('Inspector 2.12.0 CLI, default era: lists the tools and calls list_bookings
   const list = await run(process.execPath, [inspector, ...common, '--method', 'tools/list'],
     { timeout: 60000, env: { ...process.env, HOME: work } });
   const tools = JSON.parse(list.stdout).tools.map((t) => t.name);
-  assert.deepEqual(tools.sort(), ['book_demo_call', 'connect_calendar', 'list_bookings']);
+  assert.deepEqual(tools.sort(), ['book_demo_call', 'cancel_booking', 'connect_calendar', 'list_bookings']);
   const call = await run(process.execPath, [inspector, ...common, '--method', 'tools/call', '--tool-name', 'list_bookings'],
     { timeout: 60000, env: { ...process.env, HOME: work } });
   const res = JSON.parse(call.stdout);

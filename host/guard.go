@@ -752,6 +752,11 @@ func appendInputRequests(env []byte, inputs []InputRequest) ([]byte, error) {
 // CodeStateInvalid (JSON-RPC -32602, "invalid or expired requestState")
 // and a Reason for logs.
 func (g *Guard) Resume(ctx context.Context, req *Request) (*Outcome, error) {
+	return g.resume(ctx, req, nil)
+}
+
+// resume is Resume; ap, when set, is the approval the policy requires.
+func (g *Guard) resume(ctx context.Context, req *Request, ap *Approval) (*Outcome, error) {
 	if req.RequestState == "" {
 		return nil, &Error{Code: core.CodeRequestMalformed, Message: "Resume needs the requestState the client echoed"}
 	}
@@ -764,6 +769,9 @@ func (g *Guard) Resume(ctx context.Context, req *Request) (*Outcome, error) {
 		return nil, err
 	}
 	env = lim.appendPolicy(env)
+	if ap != nil {
+		env = appendApproval(env, ap, false)
+	}
 	env = append(env, '}')
 	var r response
 	if err := g.call(ctx, env, &r); err != nil {

@@ -38,14 +38,21 @@ type PolicyQuery struct {
 	// policies/README.md); otherwise BuildInput has the guard core build
 	// it from the fields above.
 	Input json.RawMessage
+	// Arguments are the call's arguments as sent, for the approve
+	// decision only (ApprovalPolicy); the ask and resume decisions never
+	// see them.
+	Arguments json.RawMessage
 
-	guard *Guard // the guard that asks, whose core builds the input
+	guard   *Guard // the guard that asks, whose core builds the input
+	approve bool   // the approve decision's query: BuildInput builds its input
 }
 
 // BuildInput returns the policy input of q as the guard core builds it
 // (guest/ABI.md, op policy.input), or q.Input when set: one builder for
 // every runtime, which also classifies each form field with the core's
-// secret detector. ask selects the ask decision's input (with "inputs").
+// secret detector. ask selects the ask decision's input (with "inputs");
+// a query Guard.Approve made gets the approve decision's (with
+// "arguments").
 // Without withPrincipal the principal is left empty: for a policy that
 // never reads it, so that one decision serves every user of a form. The
 // token's scopes and claims go in when set (a policy package clears what
@@ -55,8 +62,11 @@ func (q *PolicyQuery) BuildInput(ctx context.Context, ask, withPrincipal bool) (
 		return q.Input, nil
 	}
 	env := []byte(`{"v":1,"op":"policy.input","decision":"resume"`)
-	if ask {
+	switch {
+	case ask:
 		env = []byte(`{"v":1,"op":"policy.input","decision":"ask"`)
+	case q.approve:
+		env = []byte(`{"v":1,"op":"policy.input","decision":"approve"`)
 	}
 	env = append(env, `,"principal":`...)
 	if withPrincipal {
@@ -89,6 +99,10 @@ func (q *PolicyQuery) BuildInput(ctx context.Context, ask, withPrincipal bool) (
 	var err error
 	if ask {
 		if env, err = appendInputRequests(env, q.Inputs); err != nil {
+			return nil, policyInputError(err)
+		}
+	} else if q.approve {
+		if env, err = appendRaw(env, "arguments", q.Arguments); err != nil {
 			return nil, policyInputError(err)
 		}
 	}

@@ -307,6 +307,7 @@ func TestVectors(t *testing.T) {
 		genDigest(t).write(filepath.Join(dir, "digest.json"))
 		genPolicyInput(t).write(filepath.Join(dir, "policy-input.json"))
 		genPolicyDecision(t).write(filepath.Join(dir, "policy-decision.json"))
+		genApproval(t).write(filepath.Join(dir, "approval.json"))
 	}
 	runVectorFiles(t, dir)
 }
@@ -901,5 +902,48 @@ func genPolicyInput(t *testing.T) *gen {
 	v.req("an access token's scopes and claims", `{"v":1,"op":"policy.input","decision":"ask","principal":"https://as.example/#248289","scopes":["mcp","crm:write"],"claims":{"email":"ann@example.com","client_id":"crm-app"},"method":"tools/call","target":"update_contact","inputRequests":{"c":`+contactForm+`}}`, ok(""))
 	v.req("scopes not a list of strings", `{"v":1,"op":"policy.input","decision":"resume","principal":"a","scopes":["mcp",1],"method":"tools/call","target":"t"}`, fail(core.CodeRequestMalformed))
 	v.req("claims not an object", `{"v":1,"op":"policy.input","decision":"resume","principal":"a","claims":"x","method":"tools/call","target":"t"}`, fail(core.CodeRequestMalformed))
+	return v
+}
+
+func genApproval(t *testing.T) *gen {
+	v := newGen(t, "Approvals (confirm): the guard's own yes/no form, bound to the call and the policy version.")
+	v.req("configure", configure([]string{vecKeyA}, ""), ok(""))
+	const args = `{"amount":5000,"to":"bob"}`
+	approval := func(rev string, summary bool) string {
+		s := `,"approval":{"kind":"confirm",`
+		if summary {
+			s += `"summary":"Transfer 5000 to bob.",`
+		}
+		return s + `"policyVersion":"` + rev + `"}`
+	}
+	ask := func(name, label, rest string, want vecExpect) map[string]any {
+		return v.req(name, call{op: "ask", label: label, target: "transfer", args: args, rest: rest}.env(), want)
+	}
+	resume := func(name, label, args, tok, responses, rev string, want vecExpect) map[string]any {
+		rest := resumeRest(tok, responses)
+		if rev != "" {
+			rest += approval(rev, false)
+		}
+		return v.req(name, call{op: "resume", label: label, target: "transfer", args: args, rest: rest}.env(), want)
+	}
+	tok := tokenOf(t, ask("the confirm form, built by the guard", "p1", approval("rev1", true), ok("input_required")))
+	ask("an approval round asks for nothing else", "p2", approval("rev1", true)+askRest(`{"confirm":`+confirmForm+`}`), fail(core.CodeRequestMalformed))
+	ask("only the confirm kind", "p3", `,"approval":{"kind":"approver","summary":"x","policyVersion":"rev1"}`, fail(core.CodeRequestMalformed))
+	ask("a summary is required", "p4", `,"approval":{"kind":"confirm","policyVersion":"rev1"}`, fail(core.CodeRequestMalformed))
+	v.req("a client without form elicitation", call{op: "ask", label: "p5", target: "transfer", args: args, caps: `{"elicitation":{"url":{}}}`, rest: approval("rev1", true)}.env(), fail(core.CodeCapabilityMissing))
+	ask("no application may ask under the approval key", "p6", askRest(`{"`+core.ApprovalKey+`":`+confirmForm+`}`), fail(core.CodeInputKey))
+	yes := `{"` + core.ApprovalKey + `":{"action":"accept","content":{"approve":true}}}`
+	resume("yes approves", "p7", args, tok, yes, "rev1", ok("complete"))
+	resume("no is a rejection", "p8", args, tok, `{"`+core.ApprovalKey+`":{"action":"accept","content":{"approve":false}}}`, "rev1", ok("declined"))
+	resume("decline is a rejection", "p9", args, tok, `{"`+core.ApprovalKey+`":{"action":"decline"}}`, "rev1", ok("declined"))
+	resume("cancel is cancel", "p10", args, tok, `{"`+core.ApprovalKey+`":{"action":"cancel"}}`, "rev1", ok("cancelled"))
+	re := tokenOf(t, resume("an accept without the answer is asked again", "p11", args, tok, `{"`+core.ApprovalKey+`":{"action":"accept","content":{}}}`, "rev1", ok("input_required")))
+	resume("the re-ask is still an approval", "p12", args, re, yes, "rev1", ok("complete"))
+	resume("changed arguments", "p13", `{"amount":5001,"to":"bob"}`, tok, yes, "rev1", stateFail(core.ReasonArguments))
+	resume("another policy version", "p14", args, tok, yes, "rev2", stateFail(core.ReasonPolicy))
+	resume("a host that expects no approval", "p15", args, tok, yes, "", stateFail(core.ReasonPolicy))
+	plain := tokenOf(t, ask("a plain round", "p16", askRest(`{"confirm":`+confirmForm+`}`), ok("input_required")))
+	resume("a plain state never passes as an approval", "p17", args, plain, `{"confirm":{"action":"accept","content":{"ok":true}}}`, "rev1", stateFail(core.ReasonPolicy))
+	v.req("policy.input of the approve decision sees the arguments", `{"v":1,"op":"policy.input","decision":"approve","principal":"alice","method":"tools/call","target":"transfer","ttl":300,"maxRounds":3,"arguments":{"to":"bob","amount":5.0e3}}`, ok(""))
 	return v
 }

@@ -25,11 +25,15 @@ import (
 const (
 	AskEntrypoint    = "mrtr/ask/decision"
 	ResumeEntrypoint = "mrtr/resume/decision"
+	// ApproveEntrypoint is optional: a policy without it never requires
+	// approval.
+	ApproveEntrypoint = "mrtr/approve/decision"
 )
 
 var (
 	askRef     = ast.MustParseRef("data.mrtr.ask.decision")
 	resumeRef  = ast.MustParseRef("data.mrtr.resume.decision")
+	approveRef = ast.MustParseRef("data.mrtr.approve.decision")
 	classesRef = ast.MustParseRef("data.mrtr.classify.classes")
 )
 
@@ -63,6 +67,7 @@ type source struct {
 // same files.
 type compiled struct {
 	ask, resume rego.PreparedEvalQuery
+	approve     *rego.PreparedEvalQuery // nil: the policy has no approve decision
 	compiler    *ast.Compiler
 	modules     map[string]*ast.Module // without tests
 	sources     map[string][]byte
@@ -114,6 +119,13 @@ func (s *source) load(ctx context.Context) (*compiled, error) {
 	}
 	if c.resume, err = prepare(ctx, comp, store, resumeRef); err != nil {
 		return nil, regoErrors(err, s.dir)
+	}
+	if len(comp.GetRulesExact(approveRef)) > 0 {
+		pq, err := prepare(ctx, comp, store, approveRef)
+		if err != nil {
+			return nil, regoErrors(err, s.dir)
+		}
+		c.approve = &pq
 	}
 	c.revision = revision(sources, raw)
 	return c, nil

@@ -66,14 +66,19 @@ func (g *Guard) askOp(root int32) *Error {
 	if err := g.beginCall(root, &c, true); err != nil {
 		return err
 	}
-	return g.ask(root, &c, g.p.get(root, "inputRequests"), nil, true)
+	ap, err := g.readApproval(root, true)
+	if err != nil {
+		return err
+	}
+	return g.ask(root, &c, g.p.get(root, "inputRequests"), nil, true, ap)
 }
 
 // ask lints and checks the input requests reqs (a node of the envelope),
 // reads the round's options from root and seals; ups is an upstream's own
 // requestState to seal with it (upstream.ask; nil when it sent none),
-// progress whether root may carry the application's progress bytes.
-func (g *Guard) ask(root int32, cp *callCtx, reqs int32, ups *string, progress bool) *Error {
+// progress whether root may carry the application's progress bytes, ap
+// the policy's approval (the round asks only for it), or nil.
+func (g *Guard) ask(root int32, cp *callCtx, reqs int32, ups *string, progress bool, ap *approval) *Error {
 	p := &g.p
 	c := *cp
 	// The policy speaks first: a refused round is refused whatever else
@@ -87,6 +92,12 @@ func (g *Guard) ask(root int32, cp *callCtx, reqs int32, ups *string, progress b
 	list, err := g.readInputRequests(reqs)
 	if err != nil {
 		return err
+	}
+	if ap != nil {
+		if len(list) > 0 || p.get(root, "after") >= 0 {
+			return newError(CodeRequestMalformed, "an approval round asks for the approval alone: no \"inputRequests\" or \"after\"")
+		}
+		list, c.pol = []pending{ap.confirmRequest()}, ap.version
 	}
 	if err := g.checkCapabilities(&c, list); err != nil {
 		return err
@@ -280,6 +291,10 @@ func (g *Guard) readInputRequests(reqs int32) ([]pending, *Error) {
 		for _, m := range p.kids(reqs) {
 			if !validKey(m.key) {
 				fs = append(fs, finding{code: CodeInputKey, severity: SeverityError, key: m.key, message: "input request keys must be 1 to " + itoa(maxInputRequestKey) + " printable characters"})
+				continue
+			}
+			if m.key == ApprovalKey {
+				fs = append(fs, finding{code: CodeInputKey, severity: SeverityError, key: m.key, message: quote(ApprovalKey) + " is the guard's own approval form: choose another key"})
 				continue
 			}
 			if p.kindOf(m.val) != jObject {

@@ -78,6 +78,10 @@ const (
 	// ReasonUpstream: a proxy's state presented at a proxy for another
 	// upstream, or a server's state presented at a proxy (and back).
 	ReasonUpstream = "upstream"
+	// ReasonPolicy: an approval's state presented under another policy
+	// version (a reload voids it), or a state presented as an approval
+	// that was not sealed as one (and back).
+	ReasonPolicy = "policy"
 )
 
 // StateInvalidMessage is the one client-facing text for every rejected

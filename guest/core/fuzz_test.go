@@ -347,7 +347,7 @@ var allCodes = []string{
 
 var allReasons = []string{
 	ReasonMalformed, ReasonOversize, ReasonUnknownKey, ReasonTampered, ReasonExpired, ReasonNotYetValid,
-	ReasonPrincipal, ReasonMethod, ReasonTarget, ReasonArguments, ReasonAudience, ReasonVersion, ReasonUpstream,
+	ReasonPrincipal, ReasonMethod, ReasonTarget, ReasonArguments, ReasonAudience, ReasonVersion, ReasonUpstream, ReasonPolicy,
 }
 
 func TestErrorCodesDocumented(t *testing.T) {

@@ -18,8 +18,8 @@ import (
 func (g *Guard) policyInputOp(root int32) *Error {
 	p := &g.p
 	decision, _ := p.string(p.get(root, "decision"))
-	if decision != "ask" && decision != "resume" {
-		return newError(CodeRequestMalformed, "policy.input needs \"decision\": ask or resume")
+	if decision != "ask" && decision != "resume" && decision != "approve" {
+		return newError(CodeRequestMalformed, "policy.input needs \"decision\": ask, resume or approve")
 	}
 	var str [3]string
 	for i, k := range [...]string{"principal", "method", "target"} {
@@ -65,6 +65,23 @@ func (g *Guard) policyInputOp(root int32) *Error {
 	}
 	g.begin()
 	o := append(g.out, `,"input":{`...)
+	if decision == "approve" {
+		// Whether a call needs a person's approval depends on what it
+		// would do: the approve decision alone sees the arguments.
+		o = append(o, `"arguments":`...)
+		if args := p.get(root, "arguments"); args < 0 || p.kindOf(args) == jNull {
+			o = append(o, "{}"...)
+		} else {
+			err = p.checkExactNumbers(args)
+			if err == nil {
+				o, err = p.appendCanonical(o, args)
+			}
+			if err != nil {
+				return &Error{Code: CodeArgumentsMalformed, Message: "arguments: " + err.Message}
+			}
+		}
+		o = append(o, ',')
+	}
 	if claims >= 0 {
 		o = append(o, `"claims":`...)
 		if o, err = p.appendCanonical(o, claims); err != nil {

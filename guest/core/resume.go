@@ -22,6 +22,15 @@ func (g *Guard) resumeOp(root int32) *Error {
 	if !ok || token == "" {
 		return newError(CodeRequestMalformed, "resume needs the \"requestState\" the client echoed")
 	}
+	// An approval's state opens only where the host expects one, under
+	// the policy version that required it (the MAC binds both).
+	ap, err := g.readApproval(root, false)
+	if err != nil {
+		return err
+	}
+	if ap != nil {
+		c.pol = ap.version
+	}
 	return g.resume(root, &c, token, p.get(root, "inputResponses"), nil)
 }
 
@@ -130,6 +139,13 @@ func (g *Guard) resume(root int32, cp *callCtx, token string, resp int32, up *up
 			if err != nil {
 				err.Message = "the response to " + quote(key) + ": " + err.Message
 				return err
+			}
+			if len(fc.problems) == 0 && c.pol != "" && key == ApprovalKey && !approved(p, r) {
+				// No to the guard's confirm form is a rejection, as a
+				// decline is: nothing runs.
+				declined = append(declined, key)
+				ends = append(ends, answer{key, []byte(`{"action":"decline"}`)})
+				continue
 			}
 			if len(fc.problems) == 0 {
 				accepted = append(accepted, answer{key, append(fc.content, '}')})

@@ -20,6 +20,9 @@ type callCtx struct {
 	argsB64   string
 	caps      int32  // ClientCapabilities node in the envelope, or -1
 	up        string // the upstream's identity (upstream.* ops), else ""
+	// pol is the policy version an approval round is bound to (the
+	// envelope's "approval"), else "".
+	pol string
 }
 
 // readCall reads the bindings, clock and entropy of an ask or resume.
@@ -96,10 +99,10 @@ func (g *Guard) readBindings(c *callCtx, principal, method, target, args, caps i
 // sent, so a state presented by another principal, for another method,
 // target, arguments or audience fails to open.
 func (g *Guard) appendImplicit(dst []byte, c *callCtx) []byte {
-	return appendImplicitOf(dst, g.audience, c.principal, c.method, c.target, c.argsB64, c.up)
+	return appendImplicitOf(dst, g.audience, c.principal, c.method, c.target, c.argsB64, c.up, c.pol)
 }
 
-func appendImplicitOf(dst []byte, aud, principal, method, target, argsB64, up string) []byte {
+func appendImplicitOf(dst []byte, aud, principal, method, target, argsB64, up, pol string) []byte {
 	dst = append(dst, `{"args":`...)
 	dst = appendString(dst, argsB64)
 	dst = append(dst, `,"aud":`...)
@@ -115,6 +118,13 @@ func appendImplicitOf(dst []byte, aud, principal, method, target, argsB64, up st
 		// at a proxy, nor a proxy's at another upstream's proxy.
 		dst = append(dst, `,"up":`...)
 		dst = appendString(dst, up)
+	}
+	if pol != "" {
+		// Only an approval's states carry it: an approval opens only
+		// under the policy version that required it, and only where the
+		// host expects an approval.
+		dst = append(dst, `,"pol":`...)
+		dst = appendString(dst, pol)
 	}
 	return append(dst, '}')
 }
@@ -178,6 +188,10 @@ func (g *Guard) seal(dst []byte, c *callCtx, s *stateOut) []byte {
 	if s.hasUps {
 		pl = append(pl, `,"ups":`...)
 		pl = appendString(pl, s.ups)
+	}
+	if c.pol != "" {
+		pl = append(pl, `,"pol":`...)
+		pl = appendString(pl, c.pol)
 	}
 	pl = append(pl, '}')
 	g.buf = pl
@@ -278,8 +292,8 @@ func (g *Guard) diagnose(c *callCtx, key *keyEntry, tb, footer []byte) string {
 		return ReasonTampered
 	}
 	field := func(k string) string { s, _ := sp.string(sp.get(root, k)); return s }
-	aud, sub, method, target, args, up := field("aud"), field("sub"), field("method"), field("target"), field("args"), field("up")
-	implicit := appendImplicitOf(nil, aud, sub, method, target, args, up)
+	aud, sub, method, target, args, up, pol := field("aud"), field("sub"), field("method"), field("target"), field("args"), field("up"), field("pol")
+	implicit := appendImplicitOf(nil, aud, sub, method, target, args, up, pol)
 	// Not into pt: the strings above may alias it.
 	if _, err := v4LocalOpen(nil, &key.key, tb, footer, implicit); err != nil {
 		return ReasonTampered
@@ -297,6 +311,8 @@ func (g *Guard) diagnose(c *callCtx, key *keyEntry, tb, footer []byte) string {
 		return ReasonArguments
 	case up != c.up:
 		return ReasonUpstream
+	case pol != c.pol:
+		return ReasonPolicy
 	}
 	return ReasonTampered
 }

@@ -74,7 +74,7 @@ func (g *Guard) upstreamAskOp(root int32) *Error {
 	if err != nil {
 		return err
 	}
-	return g.ask(root, &c, reqs, ups, false)
+	return g.ask(root, &c, reqs, ups, false, nil)
 }
 
 // readUpstreamResult reads the InputRequiredResult of the upstream's

@@ -16,6 +16,7 @@ type Guard interface {
 	Ask(ctx context.Context, req *host.Request, inputs []host.InputRequest, opts ...host.AskOption) (*host.InputRequiredResult, error)
 	Resume(ctx context.Context, req *host.Request) (*host.Outcome, error)
 	Once(ctx context.Context, out *host.Outcome, effect func(context.Context) ([]byte, error)) ([]byte, bool, error)
+	Approve(ctx context.Context, req *host.Request) (*host.Outcome, error)
 }
 
 // Wrap records every ask, resume and effect of g in l. A record that

@@ -401,3 +401,31 @@ func (s *Store) CompleteConnect(ctx context.Context, id, principal, apiKey strin
 	}
 	return nil
 }
+
+// CancelBooking deletes the principal's booking id and returns it
+// (ErrNotFound when the principal has no such booking).
+func (s *Store) CancelBooking(ctx context.Context, principal, id string) (Booking, error) {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return Booking{}, fmt.Errorf("crm: cancelling the booking: %w", err)
+	}
+	defer tx.Rollback()
+	b := Booking{ID: id, Principal: principal}
+	var created string
+	err = tx.QueryRowContext(ctx, s.q(`SELECT name, email, topic, slot, operation_id, created_at
+		FROM bookings WHERE id = ? AND principal = ?`), id, principal).Scan(&b.Name, &b.Email, &b.Topic, &b.Slot, &b.OperationID, &created)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Booking{}, ErrNotFound
+	}
+	if err != nil {
+		return Booking{}, fmt.Errorf("crm: cancelling the booking: %w", err)
+	}
+	b.CreatedAt, _ = time.Parse(time.RFC3339Nano, created)
+	if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM bookings WHERE id = ? AND principal = ?`), id, principal); err != nil {
+		return Booking{}, fmt.Errorf("crm: cancelling the booking: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return Booking{}, fmt.Errorf("crm: cancelling the booking: %w", err)
+	}
+	return b, nil
+}

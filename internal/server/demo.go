@@ -55,6 +55,7 @@ func (s *Server) addDemoTools() {
 		Description: "Connects the user's outside calendar. The API key is entered on a page of this server (URL mode), never in the chat or the MCP client.",
 		InputSchema: json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
 	}, s.connectCalendar)
+	s.addTool(cancelTool, s.cancelBooking)
 }
 
 // call is the per-call context every guarded handler logs once at its end.

@@ -38,6 +38,7 @@ type Guard interface {
 	Ask(ctx context.Context, req *host.Request, inputs []host.InputRequest, opts ...host.AskOption) (*host.InputRequiredResult, error)
 	Resume(ctx context.Context, req *host.Request) (*host.Outcome, error)
 	Once(ctx context.Context, out *host.Outcome, effect func(context.Context) ([]byte, error)) ([]byte, bool, error)
+	Approve(ctx context.Context, req *host.Request) (*host.Outcome, error)
 }
 
 // Config is everything a Server needs.
@@ -128,7 +129,7 @@ func New(cfg Config) (*Server, error) {
 		crossOrigin: connectOrigins(cfg.PublicURL)}
 	s.guard = Instrument(TraceGuard(cfg.Guard, cfg.Telemetry), m)
 	impl := &mcp.Implementation{Name: "mrtr-wasm", Title: "mrtr-wasm demo CRM", Version: cfg.Version}
-	const instructions = "A demo CRM. book_demo_call books a demo call (it asks for a name, a work email and a slot); list_bookings lists your bookings; connect_calendar connects an outside calendar through a page of this server."
+	const instructions = "A demo CRM. book_demo_call books a demo call (it asks for a name, a work email and a slot); list_bookings lists your bookings; cancel_booking cancels one after you confirm; connect_calendar connects an outside calendar through a page of this server."
 	opts := &mcp.ServerOptions{
 		Instructions:              instructions,
 		SupportedProtocolVersions: []string{ProtocolVersion},
