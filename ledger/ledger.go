@@ -75,6 +75,22 @@ type Entry struct {
 	Result      []byte
 }
 
+// ClaimAgainst is what a claim with fp finds in e, a live entry of the
+// store: Conflict, Finished (with e's result) or InProgress; ok is false
+// when e is Absent and the claim may take the operation. Backends that
+// read the entry before they claim share it.
+func (e Entry) ClaimAgainst(fp Fingerprint) (c Claim, ok bool) {
+	switch {
+	case e.State == Absent:
+		return Claim{}, false
+	case e.Fingerprint != fp:
+		return Claim{Status: Conflict}, true
+	case e.State == Done:
+		return Claim{Status: Finished, Result: e.Result}, true
+	}
+	return Claim{Status: InProgress}, true
+}
+
 // Ledger records which operations ran and what they returned. Every
 // method is atomic with respect to every other caller of the same store,
 // in this process or another.
@@ -114,7 +130,20 @@ var (
 	ErrClosed = errors.New("ledger: closed")
 	// ErrBadOperation: an empty or oversized operation id or token.
 	ErrBadOperation = opcheck.ErrBadOperation
+	// ErrUnavailable wraps a store's own failure in a call that also ran
+	// an effect (a transactional Once, see Op), to tell it from the
+	// effect's errors, which come back as they are.
+	ErrUnavailable = errors.New("ledger: the store is unavailable")
 )
+
+// Op is one operation as host.Guard.OnceTx hands it to a store that runs
+// the effect inside its claim (ledger/postgres's OnceTx): claim ID with
+// Fingerprint for at most Lease, and keep the result for TTL.
+type Op struct {
+	ID          string
+	Fingerprint Fingerprint
+	Lease, TTL  time.Duration
+}
 
 // Option configures Open and the backends' constructors.
 type Option func(*Options)
@@ -199,6 +228,7 @@ var (
 //
 //	import _ "github.com/mrtr-wasm/mrtr-wasm/ledger/redis"  // redis://, rediss://
 //	import _ "github.com/mrtr-wasm/mrtr-wasm/ledger/sqlite" // sqlite:, file:
+//	import _ "github.com/mrtr-wasm/mrtr-wasm/ledger/postgres" // postgres://, postgresql://
 func Register(open Opener, schemes ...string) {
 	openersMu.Lock()
 	defer openersMu.Unlock()
@@ -212,7 +242,8 @@ func Register(open Opener, schemes ...string) {
 var backendPackage = map[string]string{"sqlite": "sqlite", "file": "sqlite", "redis": "redis", "rediss": "redis",
 	"redis+cluster": "redis", "rediss+cluster": "redis", "redis+sentinel": "redis", "rediss+sentinel": "redis",
 	"valkey": "redis", "valkeys": "redis", "valkey+cluster": "redis", "valkeys+cluster": "redis",
-	"valkey+sentinel": "redis", "valkeys+sentinel": "redis"}
+	"valkey+sentinel": "redis", "valkeys+sentinel": "redis",
+	"postgres": "postgres", "postgresql": "postgres"}
 
 // Open opens the ledger a URL-like setting names:
 //
@@ -225,10 +256,13 @@ var backendPackage = map[string]string{"sqlite": "sqlite", "file": "sqlite", "re
 //	redis+sentinel://s1:26379?master_name=m&addr=s2:26379  the master a Sentinel set names
 //	                              (see ledger/redis for every option: password_file,
 //	                              wait_replicas, wait_timeout; valkey… schemes alike)
+//	postgres://user@host/db       PostgreSQL, for several instances (pgx's URL:
+//	                              ?search_path=… names the table's schema)
 //
-// memory: is always there; sqlite: and redis:// need their package
-// imported (see Register). Open does not fail when Redis is down
-// (instances start and fail closed per request); Ping checks it. Errors
+// memory: is always there; sqlite:, redis:// and postgres:// need their
+// package imported (see Register). Open does not fail when Redis is down
+// (instances start and fail closed per request); Ping checks it. It does
+// fail when PostgreSQL is, as it creates its table then. Errors
 // never repeat the setting, which may hold a password.
 func Open(ctx context.Context, setting string, opts ...Option) (Ledger, error) {
 	o := ApplyOptions(opts...)
@@ -246,7 +280,7 @@ func Open(ctx context.Context, setting string, opts ...Option) (Ledger, error) {
 	if pkg, ok := backendPackage[scheme]; ok {
 		return nil, fmt.Errorf("ledger: the %s: backend is not linked into this program: import _ \"github.com/mrtr-wasm/mrtr-wasm/ledger/%s\"", scheme, pkg)
 	}
-	return nil, fmt.Errorf("ledger: unknown ledger scheme %q (want memory:, sqlite:, file:, redis://, redis+cluster:// or redis+sentinel://)", scheme)
+	return nil, fmt.Errorf("ledger: unknown ledger scheme %q (want memory:, sqlite:, file:, redis://, redis+cluster://, redis+sentinel:// or postgres://)", scheme)
 }
 
 func openMemory(rest string, o Options) (Ledger, error) {

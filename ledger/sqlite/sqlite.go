@@ -142,17 +142,11 @@ func (s *sqliteLedger) Claim(ctx context.Context, op string, fp ledger.Fingerpri
 // lookup classifies op's live row, if there is one.
 func (s *sqliteLedger) lookup(ctx context.Context, op string, fp ledger.Fingerprint) (ledger.Claim, bool, error) {
 	e, err := s.entry(ctx, op)
-	switch {
-	case err != nil:
+	if err != nil {
 		return ledger.Claim{}, false, err
-	case e.State == ledger.Absent:
-		return ledger.Claim{}, false, nil
-	case e.Fingerprint != fp:
-		return ledger.Claim{Status: ledger.Conflict}, true, nil
-	case e.State == ledger.Done:
-		return ledger.Claim{Status: ledger.Finished, Result: e.Result}, true, nil
 	}
-	return ledger.Claim{Status: ledger.InProgress}, true, nil
+	c, found := e.ClaimAgainst(fp)
+	return c, found, nil
 }
 
 func (s *sqliteLedger) Finish(ctx context.Context, op, token string, fp ledger.Fingerprint, result []byte, ttl time.Duration) error {
