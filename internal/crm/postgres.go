@@ -56,3 +56,23 @@ func pgUniqueViolation(err error) bool {
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && pe.Code == "23505"
 }
+
+// AddBookingTx writes one booking for the operation through tx, a
+// transaction on this store's PostgreSQL database (the replay ledger's
+// OnceTx: the booking commits with the ledger's record of it, or not at
+// all). The ledger runs it once per operation; the unique operation id
+// still refuses a second row, and the transaction fails rather than
+// write one.
+func (s *Store) AddBookingTx(ctx context.Context, tx pgx.Tx, b Booking) (Booking, error) {
+	if !s.postgres {
+		return Booking{}, errors.New("crm: AddBookingTx needs the PostgreSQL store")
+	}
+	b, err := s.newBooking(b)
+	if err != nil {
+		return Booking{}, err
+	}
+	if _, err := tx.Exec(ctx, s.q(insertBooking), b.insertArgs()...); err != nil {
+		return Booking{}, fmt.Errorf("crm: writing the booking: %w", err)
+	}
+	return b, nil
+}
