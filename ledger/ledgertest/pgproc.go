@@ -1,6 +1,7 @@
 package ledgertest
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -111,15 +112,50 @@ func (p *PostgresProc) Start(t testing.TB) {
 	}
 }
 
-// Kill stops the server with SIGKILL: its whole process group, so no
-// backend outlives the postmaster.
+// Kill stops the server as a crash would: the postmaster and every
+// backend at once with SIGKILL. (PostgreSQL puts each backend in a
+// process group of its own, so killing the postmaster's group would
+// leave them running for a moment: the postmaster is stopped first, so
+// it forks no more, and its children are killed one by one.)
 func (p *PostgresProc) Kill(t testing.TB) {
 	if p.cmd == nil {
 		return
 	}
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	pm := p.cmd.Process.Pid
+	_ = syscall.Kill(pm, syscall.SIGSTOP)
+	kids := childrenOf(pm)
+	_ = syscall.Kill(pm, syscall.SIGKILL)
+	for _, k := range kids {
+		_ = syscall.Kill(k, syscall.SIGKILL)
+	}
 	_ = p.cmd.Wait()
 	p.cmd = nil
+}
+
+// childrenOf lists the processes whose parent is pid (from /proc).
+func childrenOf(pid int) []int {
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	var kids []int
+	for _, f := range stats {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so read after ")".
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			continue
+		}
+		var state string
+		var ppid, self int
+		if _, err := fmt.Sscan(string(b[i+1:]), &state, &ppid); err != nil || ppid != pid {
+			continue
+		}
+		if _, err := fmt.Sscan(string(b), &self); err == nil {
+			kids = append(kids, self)
+		}
+	}
+	return kids
 }
 
 // Exec runs statements on the server's postgres database.
