@@ -262,8 +262,8 @@ var backendPackage = map[string]string{"sqlite": "sqlite", "file": "sqlite", "re
 // memory: is always there; sqlite:, redis:// and postgres:// need their
 // package imported (see Register). Open does not fail when Redis is down
 // (instances start and fail closed per request); Ping checks it. It does
-// fail when PostgreSQL is, as it creates its table then. Errors
-// never repeat the setting, which may hold a password.
+// fail when PostgreSQL is down, as it creates its table then. Errors never
+// repeat the setting, which may hold a password.
 func Open(ctx context.Context, setting string, opts ...Option) (Ledger, error) {
 	o := ApplyOptions(opts...)
 	scheme, rest, _ := strings.Cut(setting, ":")

@@ -94,7 +94,8 @@ func Open(ctx context.Context, setting string) (*Ledger, error) {
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("ledger: postgres: %w", pgconf.ErrParse)
+		// Its errors may quote the settings: say nothing of them.
+		return nil, errors.New("ledger: postgres: the connection pool could not be made from the URL's settings")
 	}
 	l, err := New(ctx, pool)
 	if err != nil {
