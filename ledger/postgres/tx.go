@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -11,6 +12,10 @@ import (
 	"github.com/mrtr-wasm/mrtr-wasm/ledger"
 	"github.com/mrtr-wasm/mrtr-wasm/ledger/internal/opcheck"
 )
+
+// claimTimeout bounds getting a connection, beginning and claiming in
+// OnceTx (the claim's own lock wait is shorter).
+const claimTimeout = time.Second
 
 // Effect is an effect that writes through tx, the transaction that also
 // claims the operation and records the result it returns.
@@ -32,7 +37,8 @@ type Effect func(ctx context.Context, tx pgx.Tx) ([]byte, error)
 // committing) rolls back too and wraps ledger.ErrUnavailable: nothing
 // happened, or, when the connection broke during COMMIT, everything did;
 // either way a retry is right, and it gets the stored result if the
-// commit had landed. ctx bounds the whole transaction: end it at op.Lease
+// commit had landed. Getting a connection and claiming take at most 1 s
+// (a full pool fails closed then). ctx bounds the whole transaction: end it at op.Lease
 // (host.Guard.OnceTx does), so a stuck effect cannot hold op's row lock
 // for longer.
 func (l *Ledger) OnceTx(ctx context.Context, op ledger.Op, effect Effect) (ledger.Claim, error) {
@@ -49,7 +55,11 @@ func (l *Ledger) OnceTx(ctx context.Context, op ledger.Op, effect Effect) (ledge
 		return ledger.Claim{}, unavailable(err)
 	}
 	l.sweep(ctx)
-	tx, err := l.pool.Begin(ctx)
+	// The effect may take its lease; a connection and the claim may not:
+	// a full pool or a stuck server fails closed within claimTimeout.
+	cctx, cancel := context.WithTimeout(ctx, claimTimeout)
+	defer cancel()
+	tx, err := l.pool.Begin(cctx)
 	if err != nil {
 		return ledger.Claim{}, unavailable(err)
 	}
@@ -61,7 +71,7 @@ func (l *Ledger) OnceTx(ctx context.Context, op ledger.Op, effect Effect) (ledge
 	b.Queue(`SELECT set_config('lock_timeout', $1, true)`, claimLockTimeout)
 	b.Queue(claimSQL, op.ID, token, op.Fingerprint[:], opcheck.Ms(op.Lease))
 	b.Queue(`SET LOCAL lock_timeout TO DEFAULT`)
-	br := tx.SendBatch(ctx, b)
+	br := tx.SendBatch(cctx, b)
 	_, err = br.Exec()
 	var tag pgconn.CommandTag
 	if err == nil {
@@ -80,7 +90,7 @@ func (l *Ledger) OnceTx(ctx context.Context, op ledger.Op, effect Effect) (ledge
 		return ledger.Claim{}, unavailable(err)
 	}
 	if tag.RowsAffected() != 1 {
-		c, found, err := lookup(ctx, tx, op.ID, op.Fingerprint)
+		c, found, err := lookup(cctx, tx, op.ID, op.Fingerprint)
 		if err != nil {
 			return ledger.Claim{}, unavailable(err)
 		}

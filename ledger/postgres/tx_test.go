@@ -173,3 +173,47 @@ func TestOnceTxMeetsClaims(t *testing.T) {
 	}
 	ledgertest.MustGet(t, l, op3.ID, ledger.Absent)
 }
+
+// TestOnceTxFullPool: when every connection is in an effect, another
+// OnceTx fails closed (ErrUnavailable, its effect not run) within the
+// claim's timeout instead of waiting for a connection for its lease.
+func TestOnceTxFullPool(t *testing.T) {
+	setting := ledgertest.PostgresSchema(t)
+	ctx := context.Background()
+	cfg, err := pgxpool.ParseConfig(setting)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 1
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	l, err := postgres.New(ctx, pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fp := ledgertest.FP("a")
+	holding, release, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	go func() {
+		_, err := l.OnceTx(ctx, ledger.Op{ID: ledgertest.NewOp(t), Fingerprint: fp, Lease: time.Minute, TTL: time.Hour},
+			func(context.Context, pgx.Tx) ([]byte, error) { close(holding); <-release; return nil, nil })
+		done <- err
+	}()
+	<-holding
+	t0 := time.Now()
+	ran := false
+	_, err = l.OnceTx(ctx, ledger.Op{ID: ledgertest.NewOp(t), Fingerprint: fp, Lease: time.Minute, TTL: time.Hour},
+		func(context.Context, pgx.Tx) ([]byte, error) { ran = true; return nil, nil })
+	if !errors.Is(err, ledger.ErrUnavailable) || ran {
+		t.Fatalf("with the pool full: %v (ran %v)", err, ran)
+	}
+	if d := time.Since(t0); d > 3*time.Second {
+		t.Fatalf("waited %v for a connection", d)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
