@@ -38,9 +38,9 @@ type Effect func(ctx context.Context, tx pgx.Tx) ([]byte, error)
 // happened, or, when the connection broke during COMMIT, everything did;
 // either way a retry is right, and it gets the stored result if the
 // commit had landed. Getting a connection and claiming take at most 1 s
-// (a full pool fails closed then). ctx bounds the whole transaction: end it at op.Lease
-// (host.Guard.OnceTx does), so a stuck effect cannot hold op's row lock
-// for longer.
+// (a full pool fails closed then). ctx bounds the whole transaction: end
+// it at op.Lease (host.Guard.OnceTx does), so a stuck effect cannot hold
+// op's row lock for longer.
 func (l *Ledger) OnceTx(ctx context.Context, op ledger.Op, effect Effect) (ledger.Claim, error) {
 	if err := opcheck.Op(op.ID); err != nil {
 		return ledger.Claim{}, err
