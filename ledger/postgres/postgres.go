@@ -15,6 +15,7 @@ import (
 	"github.com/mrtr-wasm/mrtr-wasm/internal/pgconf"
 	"github.com/mrtr-wasm/mrtr-wasm/ledger"
 	"github.com/mrtr-wasm/mrtr-wasm/ledger/internal/opcheck"
+	"github.com/mrtr-wasm/mrtr-wasm/ledger/internal/row"
 )
 
 // Ledger keeps the ledger in one PostgreSQL table. Each ledger.Ledger
@@ -209,12 +210,7 @@ func entry(ctx context.Context, q querier, op string) (ledger.Entry, error) {
 	if err != nil {
 		return ledger.Entry{}, err
 	}
-	e := ledger.Entry{State: ledger.Pending}
-	copy(e.Fingerprint[:], fp)
-	if done {
-		e.State, e.Result = ledger.Done, opcheck.Clone(result)
-	}
-	return e, nil
+	return row.Entry(done, fp, result), nil
 }
 
 func (l *Ledger) Finish(ctx context.Context, op, token string, fp ledger.Fingerprint, result []byte, ttl time.Duration) error {

@@ -17,6 +17,7 @@ import (
 	"github.com/mrtr-wasm/mrtr-wasm/internal/privatefile"
 	"github.com/mrtr-wasm/mrtr-wasm/ledger"
 	"github.com/mrtr-wasm/mrtr-wasm/ledger/internal/opcheck"
+	"github.com/mrtr-wasm/mrtr-wasm/ledger/internal/row"
 )
 
 // sqliteLedger keeps the ledger in one SQLite file. Each call is one
@@ -212,12 +213,7 @@ func (s *sqliteLedger) entry(ctx context.Context, op string) (ledger.Entry, erro
 	if err != nil {
 		return ledger.Entry{}, err
 	}
-	e := ledger.Entry{State: ledger.Pending}
-	copy(e.Fingerprint[:], fp)
-	if done {
-		e.State, e.Result = ledger.Done, opcheck.Clone(result)
-	}
-	return e, nil
+	return row.Entry(done, fp, result), nil
 }
 
 // sweep deletes expired rows, at most once per sweepEvery per process.
