@@ -94,6 +94,19 @@ func (p *PostgresProc) Start(t testing.TB) {
 		t.Fatal(err)
 	}
 	p.cmd = cmd
+	// Notice an early exit (Wait is Kill's) until the server answers.
+	exited, started := make(chan struct{}), make(chan struct{})
+	defer close(started)
+	go func() {
+		for alive(cmd.Process.Pid) {
+			select {
+			case <-started:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+		close(exited)
+	}()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -104,7 +117,12 @@ func (p *PostgresProc) Start(t testing.TB) {
 			return
 		}
 		cancel()
-		if time.Now().After(deadline) {
+		select {
+		case <-exited:
+			deadline = time.Now() // it will not come up: say why
+		default:
+		}
+		if !time.Now().Before(deadline) {
 			log, _ := os.ReadFile(filepath.Join(p.dir, "server.log"))
 			t.Fatalf("PostgreSQL did not start: %v\n%s", err, log)
 		}
@@ -130,6 +148,25 @@ func (p *PostgresProc) Kill(t testing.TB) {
 	}
 	_ = p.cmd.Wait()
 	p.cmd = nil
+	// A killed backend still in the kernel (a write under load) holds the
+	// shared memory, and a new postmaster would refuse to start: wait
+	// until every one is gone (or a zombie), for up to 10 s.
+	deadline := time.Now().Add(10 * time.Second)
+	for _, k := range kids {
+		for alive(k) && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}
+
+// alive reports whether process pid exists and is not a zombie.
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	return i >= 0 && i+2 < len(b) && b[i+2] != 'Z'
 }
 
 // childrenOf lists the processes whose parent is pid (from /proc).
