@@ -75,22 +75,6 @@ type Entry struct {
 	Result      []byte
 }
 
-// ClaimAgainst is what a claim with fp finds in e, a live entry of the
-// store: Conflict, Finished (with e's result) or InProgress; ok is false
-// when e is Absent and the claim may take the operation. Backends that
-// read the entry before they claim share it.
-func (e Entry) ClaimAgainst(fp Fingerprint) (c Claim, ok bool) {
-	switch {
-	case e.State == Absent:
-		return Claim{}, false
-	case e.Fingerprint != fp:
-		return Claim{Status: Conflict}, true
-	case e.State == Done:
-		return Claim{Status: Finished, Result: e.Result}, true
-	}
-	return Claim{Status: InProgress}, true
-}
-
 // Ledger records which operations ran and what they returned. Every
 // method is atomic with respect to every other caller of the same store,
 // in this process or another.

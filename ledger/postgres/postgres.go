@@ -192,7 +192,7 @@ func lookup(ctx context.Context, q querier, op string, fp ledger.Fingerprint) (l
 	if err != nil {
 		return ledger.Claim{}, false, err
 	}
-	c, found := e.ClaimAgainst(fp)
+	c, found := row.Claim(e, fp)
 	return c, found, nil
 }
 

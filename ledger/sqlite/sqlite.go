@@ -146,7 +146,7 @@ func (s *sqliteLedger) lookup(ctx context.Context, op string, fp ledger.Fingerpr
 	if err != nil {
 		return ledger.Claim{}, false, err
 	}
-	c, found := e.ClaimAgainst(fp)
+	c, found := row.Claim(e, fp)
 	return c, found, nil
 }
 
