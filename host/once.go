@@ -59,7 +59,8 @@ func newOnceLedger(c *config) *onceLedger {
 
 // WithLedger sets the replay ledger (default: an in-memory one).
 // ledger.Open makes one from a setting: "memory:", "sqlite:/path/file.db"
-// (with ledger/sqlite imported), "redis://host:6379/0" (ledger/redis). Guards that share it run each effect once
+// (with ledger/sqlite imported), "redis://host:6379/0" (ledger/redis),
+// "postgres://…" (ledger/postgres). Guards that share it run each effect once
 // between them. The guard does not close it.
 func WithLedger(l ledger.Ledger) Option { return func(c *config) { c.ledger = l } }
 
@@ -117,47 +118,120 @@ func errOnceInProgress() error {
 // request continued with WithPrevious keeps its id, so call Once on its final
 // outcome only.
 func (g *Guard) Once(ctx context.Context, o *Outcome, effect func(ctx context.Context) ([]byte, error)) (result []byte, replay bool, err error) {
-	if o == nil || o.Status != Complete || o.OperationID == "" {
-		return nil, false, errOnceNotComplete()
-	}
-	fp, ok := answersKey(o)
-	if !ok || o.remember <= 0 {
-		return nil, false, errOnceNotComplete()
+	fp, err := onceKey(o)
+	if err != nil {
+		return nil, false, err
 	}
 	if effect == nil {
 		return nil, false, &Error{Code: CodeInternal, Message: "Once needs an effect"}
 	}
 	l := g.once
+	var start time.Time
+	c, err := l.settle(ctx, func() (ledger.Claim, error) {
+		start = time.Now()
+		cctx, cancel := l.bound(ctx)
+		defer cancel()
+		c, err := l.Claim(cctx, o.OperationID, fp, l.lease)
+		if err != nil {
+			return c, ledgerDown(err)
+		}
+		return c, nil
+	})
+	if err != nil || c.Status != ledger.Acquired {
+		return c.Result, err == nil, err
+	}
+	return g.runClaimed(ctx, l, o.OperationID, fp, c.Token, start, o.remember+l.margin, effect)
+}
+
+// OnceTx is Once for an effect that runs inside the store's claim, so
+// that the claim, the effect and its result commit together or not at
+// all (ledger/postgres: run is pl.Tx(effect), the effect writing through
+// the transaction it is given). run answers as postgres.Ledger.OnceTx
+// does: Acquired with the effect's result, Finished with the stored one
+// (replay=true), InProgress or Conflict; its errors that wrap
+// ledger.ErrUnavailable are CodeLedgerUnavailable (retry), any other is
+// the effect's, returned as is. run's context ends when the lease does.
+// Use the ledger the guard was given (WithLedger), so that Once and
+// OnceTx agree on every operation.
+func (g *Guard) OnceTx(ctx context.Context, o *Outcome, run func(context.Context, ledger.Op) (ledger.Claim, error)) (result []byte, replay bool, err error) {
+	fp, err := onceKey(o)
+	if err != nil {
+		return nil, false, err
+	}
+	if run == nil {
+		return nil, false, &Error{Code: CodeInternal, Message: "OnceTx needs a run"}
+	}
+	l := g.once
+	op := ledger.Op{ID: o.OperationID, Fingerprint: fp, Lease: l.lease, TTL: o.remember + l.margin}
+	var effectErr error
+	c, err := l.settle(ctx, func() (ledger.Claim, error) {
+		rctx, cancel := context.WithTimeout(ctx, l.lease)
+		defer cancel()
+		c, err := run(rctx, op)
+		switch {
+		case err == nil:
+			return c, nil
+		case errors.Is(err, ledger.ErrUnavailable):
+			return c, ledgerDown(err)
+		}
+		effectErr = err
+		return c, err
+	})
+	if effectErr != nil {
+		return nil, false, effectErr
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	if c.Result == nil {
+		c.Result = []byte{}
+	}
+	return c.Result, c.Status == ledger.Finished, nil
+}
+
+// onceKey checks that o can be carried out and returns its answers'
+// fingerprint.
+func onceKey(o *Outcome) (ledger.Fingerprint, error) {
+	if o == nil || o.Status != Complete || o.OperationID == "" {
+		return ledger.Fingerprint{}, errOnceNotComplete()
+	}
+	fp, ok := answersKey(o)
+	if !ok || o.remember <= 0 {
+		return ledger.Fingerprint{}, errOnceNotComplete()
+	}
+	return fp, nil
+}
+
+// settle calls claim until it answers something other than InProgress,
+// waiting between calls, for at most the ledger wait: then the answer is
+// CodeInProgress. It answers Acquired or Finished with a nil error, and
+// CodeConflict for Conflict.
+func (l *onceLedger) settle(ctx context.Context, claim func() (ledger.Claim, error)) (ledger.Claim, error) {
 	deadline := time.Now().Add(l.wait)
 	pause := time.Millisecond
 	for {
-		start := time.Now()
-		cctx, cancel := l.bound(ctx)
-		c, err := l.Claim(cctx, o.OperationID, fp, l.lease)
-		cancel()
+		c, err := claim()
 		if err != nil {
-			return nil, false, ledgerDown(err)
+			return ledger.Claim{}, err
 		}
 		switch c.Status {
-		case ledger.Acquired:
-			return g.runClaimed(ctx, l, o.OperationID, fp, c.Token, start, o.remember+l.margin, effect)
-		case ledger.Finished:
-			return c.Result, true, nil
+		case ledger.Acquired, ledger.Finished:
+			return c, nil
 		case ledger.Conflict:
-			return nil, false, errOnceConflict()
+			return ledger.Claim{}, errOnceConflict()
 		case ledger.InProgress:
 		default:
-			return nil, false, &Error{Code: CodeInternal, Message: "the ledger answered an unknown status"}
+			return ledger.Claim{}, &Error{Code: CodeInternal, Message: "the ledger answered an unknown status"}
 		}
 		left := time.Until(deadline)
 		if left <= 0 {
-			return nil, false, errOnceInProgress()
+			return ledger.Claim{}, errOnceInProgress()
 		}
 		t := time.NewTimer(min(pause, left))
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil, false, errOnceInProgress()
+			return ledger.Claim{}, errOnceInProgress()
 		case <-t.C:
 		}
 		pause = min(pause*2, 50*time.Millisecond)

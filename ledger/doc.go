@@ -27,11 +27,12 @@
 //
 // Open takes one URL-like setting. The memory ledger is always there;
 // the others live in their own packages, so that a program that imports
-// only host links neither SQLite nor go-redis. Import a backend to make
-// Open accept its scheme (the mrtr-wasm command imports both):
+// only host links neither SQLite, go-redis nor pgx. Import a backend to make
+// Open accept its scheme (the mrtr-wasm command imports them all):
 //
 //		import _ "github.com/mrtr-wasm/mrtr-wasm/ledger/sqlite" // sqlite:, file:; or sqlite.Open(ctx, path)
 //		import _ "github.com/mrtr-wasm/mrtr-wasm/ledger/redis"  // redis://, redis+cluster://, redis+sentinel://; or redis.New(client)
+//		import _ "github.com/mrtr-wasm/mrtr-wasm/ledger/postgres" // postgres://; or postgres.New(ctx, pool)
 //
 //	  - "memory:" (the default): this process only, bounded in entries
 //	    (WithMaxEntries, memory:?max=N), in bytes (WithMaxBytes,
@@ -63,6 +64,12 @@
 //	    (WAIT), else the call fails closed; it costs a replication round
 //	    trip per write, and claims fail while no replica is in sync. See
 //	    package ledger/redis for every option.
+//	  - "postgres://user@host:5432/db?search_path=app": several instances,
+//	    through pgx. One table, mrtr_ledger, created on first start in the
+//	    first schema of search_path; times are PostgreSQL's. A claim and a
+//	    result are committed (as durable as the server makes a commit)
+//	    before the call returns, so a restart of PostgreSQL forgets
+//	    nothing. Its OnceTx goes further: see below.
 //
 // # What Once can and cannot promise
 //
@@ -84,6 +91,14 @@
 // downstream idempotency key (a payment API's Idempotency-Key, a unique
 // column in your database), or be transactional with the ledger (record
 // the result in the same database transaction as the effect).
+//
+// The PostgreSQL ledger does the latter for an effect that writes to its
+// own database: host.Guard.OnceTx with postgres.Ledger.Tx runs the claim,
+// the effect and the result in one transaction, which commits whole or
+// not at all. A crash of the process or of PostgreSQL at any moment
+// leaves either nothing (the retry runs the effect) or everything (the
+// retry gets the stored result); no claim is left behind to wait out its
+// lease, and no idempotency key is needed.
 //
 // The lease bounds how long a dead owner blocks the operation (default
 // 30 s). Once ends the effect's context when the lease ends, so an effect

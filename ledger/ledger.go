@@ -114,7 +114,20 @@ var (
 	ErrClosed = errors.New("ledger: closed")
 	// ErrBadOperation: an empty or oversized operation id or token.
 	ErrBadOperation = opcheck.ErrBadOperation
+	// ErrUnavailable wraps a store's own failure in a call that also ran
+	// an effect (a transactional Once, see Op), to tell it from the
+	// effect's errors, which come back as they are.
+	ErrUnavailable = errors.New("ledger: the store is unavailable")
 )
+
+// Op is one operation as host.Guard.OnceTx hands it to a store that runs
+// the effect inside its claim (ledger/postgres's OnceTx): claim ID with
+// Fingerprint for at most Lease, and keep the result for TTL.
+type Op struct {
+	ID          string
+	Fingerprint Fingerprint
+	Lease, TTL  time.Duration
+}
 
 // Option configures Open and the backends' constructors.
 type Option func(*Options)
@@ -199,6 +212,7 @@ var (
 //
 //	import _ "github.com/mrtr-wasm/mrtr-wasm/ledger/redis"  // redis://, rediss://
 //	import _ "github.com/mrtr-wasm/mrtr-wasm/ledger/sqlite" // sqlite:, file:
+//	import _ "github.com/mrtr-wasm/mrtr-wasm/ledger/postgres" // postgres://, postgresql://
 func Register(open Opener, schemes ...string) {
 	openersMu.Lock()
 	defer openersMu.Unlock()
@@ -212,7 +226,8 @@ func Register(open Opener, schemes ...string) {
 var backendPackage = map[string]string{"sqlite": "sqlite", "file": "sqlite", "redis": "redis", "rediss": "redis",
 	"redis+cluster": "redis", "rediss+cluster": "redis", "redis+sentinel": "redis", "rediss+sentinel": "redis",
 	"valkey": "redis", "valkeys": "redis", "valkey+cluster": "redis", "valkeys+cluster": "redis",
-	"valkey+sentinel": "redis", "valkeys+sentinel": "redis"}
+	"valkey+sentinel": "redis", "valkeys+sentinel": "redis",
+	"postgres": "postgres", "postgresql": "postgres"}
 
 // Open opens the ledger a URL-like setting names:
 //
@@ -225,11 +240,14 @@ var backendPackage = map[string]string{"sqlite": "sqlite", "file": "sqlite", "re
 //	redis+sentinel://s1:26379?master_name=m&addr=s2:26379  the master a Sentinel set names
 //	                              (see ledger/redis for every option: password_file,
 //	                              wait_replicas, wait_timeout; valkey… schemes alike)
+//	postgres://user@host/db       PostgreSQL, for several instances (pgx's URL:
+//	                              ?search_path=… names the table's schema)
 //
-// memory: is always there; sqlite: and redis:// need their package
-// imported (see Register). Open does not fail when Redis is down
-// (instances start and fail closed per request); Ping checks it. Errors
-// never repeat the setting, which may hold a password.
+// memory: is always there; sqlite:, redis:// and postgres:// need their
+// package imported (see Register). Open does not fail when Redis is down
+// (instances start and fail closed per request); Ping checks it. It does
+// fail when PostgreSQL is down, as it creates its table then. Errors never
+// repeat the setting, which may hold a password.
 func Open(ctx context.Context, setting string, opts ...Option) (Ledger, error) {
 	o := ApplyOptions(opts...)
 	scheme, rest, _ := strings.Cut(setting, ":")
@@ -246,7 +264,7 @@ func Open(ctx context.Context, setting string, opts ...Option) (Ledger, error) {
 	if pkg, ok := backendPackage[scheme]; ok {
 		return nil, fmt.Errorf("ledger: the %s: backend is not linked into this program: import _ \"github.com/mrtr-wasm/mrtr-wasm/ledger/%s\"", scheme, pkg)
 	}
-	return nil, fmt.Errorf("ledger: unknown ledger scheme %q (want memory:, sqlite:, file:, redis://, redis+cluster:// or redis+sentinel://)", scheme)
+	return nil, fmt.Errorf("ledger: unknown ledger scheme %q (want memory:, sqlite:, file:, redis://, redis+cluster://, redis+sentinel:// or postgres://)", scheme)
 }
 
 func openMemory(rest string, o Options) (Ledger, error) {

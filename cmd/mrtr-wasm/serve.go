@@ -29,6 +29,7 @@ import (
 	"github.com/mrtr-wasm/mrtr-wasm/internal/server"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/telemetry"
 	"github.com/mrtr-wasm/mrtr-wasm/ledger"
+	"github.com/mrtr-wasm/mrtr-wasm/ledger/postgres"
 	"github.com/mrtr-wasm/mrtr-wasm/policy"
 )
 
@@ -84,7 +85,7 @@ func addSharedFlags(fs *flag.FlagSet, o *serveOptions) {
 	o.identity.Register(fs)
 	fs.StringVar(&o.policyDir, "policy", "", "policy directory (.rego files and data/); default: the shipped policies")
 	fs.StringVar(&o.policyData, "policy-data", "", "data file name in the policy's data/ (default: demo for serve, proxy for proxy)")
-	fs.StringVar(&o.ledger, "ledger", "memory:", "replay ledger: memory:, sqlite:/path/ledger.db or redis://host:6379/0")
+	fs.StringVar(&o.ledger, "ledger", "memory:", "replay ledger: memory:, sqlite:/path/ledger.db, redis://host:6379/0 or postgres://… (the --crm's database and search_path: bookings commit with the ledger)")
 	fs.DurationVar(&o.stateTTL, "state-ttl", 5*time.Minute, "how long a requestState stays valid (the policy may narrow it)")
 	fs.IntVar(&o.maxRounds, "max-rounds", core.DefaultMaxRounds, "most input rounds one request may take (the policy may narrow it per tool; the replay ledger keeps a finished request for this many --state-ttl)")
 	fs.StringVar(&o.engine, "engine", "wasm", "guard engine: wasm (guard.wasm through wazero) or native")
@@ -318,6 +319,11 @@ func runServer(ctx context.Context, o *serveOptions, stdin io.Reader, stdout, st
 		SessionIdle: o.sessionIdle, MaxSessions: o.maxSessions, MaxStreams: o.maxStreams,
 		Ready: readyChecks(led, pol, log),
 	}
+	// A ledger in the CRM's own PostgreSQL tables (same database and
+	// search_path) books in one transaction with its ledger entry.
+	if pl, ok := led.(*postgres.Ledger); ok && pl.Where() == store.Where {
+		cfg.TxLedger = pl
+	}
 	if o.conformance {
 		// The fixtures ask for sampling and roots, which the demo policy
 		// refuses: they get a guard with the same keys and ledger and no
@@ -339,7 +345,7 @@ func runServer(ctx context.Context, o *serveOptions, stdin io.Reader, stdout, st
 	}
 	log.Info("mrtr-wasm serve starting",
 		"keys", len(guard.KeyIDs()), "key_ids", strings.Join(guard.KeyIDs(), ","),
-		"engine", engine.String(), "crm", store.Where, "ledger", ledgerKind(o.ledger),
+		"engine", engine.String(), "crm", store.Where, "ledger", ledgerKind(o.ledger), "bookings_tx", cfg.TxLedger != nil,
 		"policy", pol.Info().Revision, "auth", authKind(authn), "conformance", o.conformance, "tracing", tel.Enabled())
 
 	var hs *http.Server

@@ -56,3 +56,31 @@ func TestServeAuditLog(t *testing.T) {
 		t.Fatalf("an edited record: %d %s %s", code, out.String(), errb.String())
 	}
 }
+
+// With the ledger in the CRM's PostgreSQL tables, the booking runs
+// through OnceTx, and the audit log still records its execution.
+func TestServeAuditLogTransactional(t *testing.T) {
+	setting, _, _ := sharedPostgres(t)
+	file := filepath.Join(t.TempDir(), "audit.log")
+	s := startServe(t, "--audit", file, "--crm", setting, "--ledger", setting)
+	if !strings.Contains(s.logs.String(), `"bookings_tx":true`) {
+		t.Fatalf("bookings are not transactional:\n%s", s.logs)
+	}
+	cs := connect(t, s, tokAlice, false, func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		if _, ok := r.Params.RequestedSchema.(map[string]any)["properties"].(map[string]any)["email"]; ok {
+			return accept(map[string]any{"name": "Tx Person", "email": "tx.person@example.com"}), nil
+		}
+		return accept(map[string]any{"slot": firstSlot(t, r.Params.RequestedSchema), "confirm": true}), nil
+	})
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "book_demo_call", Arguments: map[string]any{}})
+	if err != nil || res.IsError || bookedID(res) == "" {
+		t.Fatalf("book_demo_call: %v %+v", err, res)
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(b, []byte(`"kind":"executed"`)) || bytes.Contains(b, []byte(`"kind":"execution.refused"`)) {
+		t.Fatalf("the audit log does not record one execution:\n%s", b)
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -173,23 +172,11 @@ func TestServeTwoInstancesShareCRMAndLedger(t *testing.T) {
 		t.Fatal("a booking was written before every answer was in")
 	}
 	finalResponses := mcp.InputResponseMap{"slot": accept(map[string]any{"slot": firstSlot(t, r2.InputRequests["slot"].(*mcp.ElicitParams).RequestedSchema), "confirm": true})}
-	bookingID := func(res *mcp.CallToolResult) string {
-		bs, _ := json.Marshal(res.StructuredContent)
-		var sc struct {
-			Booked  bool
-			Booking struct{ ID string }
-		}
-		_ = json.Unmarshal(bs, &sc)
-		if !sc.Booked {
-			return ""
-		}
-		return sc.Booking.ID
-	}
 	r3, err := call(aliceA, args, r2.RequestState, finalResponses)
 	if err != nil || r3.NeedsInput() || r3.IsError {
 		t.Fatalf("final round on A: %v %+v", err, r3)
 	}
-	id := bookingID(r3)
+	id := bookedID(r3)
 	if n, rowID := rows(); id == "" || n != 1 || rowID != id {
 		t.Fatalf("after the final round: booking %q, %d rows in PostgreSQL (first %q)", id, n, rowID)
 	}
@@ -211,7 +198,7 @@ func TestServeTwoInstancesShareCRMAndLedger(t *testing.T) {
 				errs[i] = err
 				return
 			}
-			got[i] = bookingID(res)
+			got[i] = bookedID(res)
 		}()
 	}
 	wg.Wait()

@@ -5,9 +5,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"sort"
 
 	"github.com/mrtr-wasm/mrtr-wasm/host"
+	"github.com/mrtr-wasm/mrtr-wasm/ledger"
 )
 
 // Guard is what a server's handlers need of the guard (serve's
@@ -17,6 +19,7 @@ type Guard interface {
 	Resume(ctx context.Context, req *host.Request) (*host.Outcome, error)
 	Once(ctx context.Context, out *host.Outcome, effect func(context.Context) ([]byte, error)) ([]byte, bool, error)
 	Approve(ctx context.Context, req *host.Request) (*host.Outcome, error)
+	OnceTx(ctx context.Context, out *host.Outcome, run func(context.Context, ledger.Op) (ledger.Claim, error)) ([]byte, bool, error)
 }
 
 // Wrap records every ask, resume and effect of g in l. A record that
@@ -79,6 +82,28 @@ func (a *guard) Once(ctx context.Context, out *host.Outcome, effect func(context
 		ran = true
 		return effect(ctx)
 	})
+	a.executed(out, ran, replay, err)
+	return res, replay, err
+}
+
+// OnceTx records as Once does. The effect ran when run committed it
+// (Acquired) or when run failed with an error of the effect's own (one
+// that does not wrap ledger.ErrUnavailable: see host.Guard.OnceTx).
+func (a *guard) OnceTx(ctx context.Context, out *host.Outcome, run func(context.Context, ledger.Op) (ledger.Claim, error)) ([]byte, bool, error) {
+	ran := false
+	res, replay, err := a.Guard.OnceTx(ctx, out, func(ctx context.Context, op ledger.Op) (ledger.Claim, error) {
+		c, err := run(ctx, op)
+		if (err == nil && c.Status == ledger.Acquired) || (err != nil && !errors.Is(err, ledger.ErrUnavailable)) {
+			ran = true
+		}
+		return c, err
+	})
+	a.executed(out, ran, replay, err)
+	return res, replay, err
+}
+
+// executed records the end of a Once or OnceTx.
+func (a *guard) executed(out *host.Outcome, ran, replay bool, err error) {
 	r := Record{Kind: "executed", OperationID: out.OperationID, AnswersDigest: out.AnswersDigest}
 	switch {
 	case err != nil && !ran:
@@ -89,7 +114,6 @@ func (a *guard) Once(ctx context.Context, out *host.Outcome, effect func(context
 		r.Kind = "replayed"
 	}
 	a.put(r)
-	return res, replay, err
 }
 
 func codeOf(err error) string {

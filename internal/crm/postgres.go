@@ -5,14 +5,13 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"net"
-	"net/url"
-	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/mrtr-wasm/mrtr-wasm/internal/pgconf"
 )
 
 // migrationLock is the key of the transaction-scoped advisory lock that
@@ -27,9 +26,7 @@ const migrationLock int64 = 0x6d7274722d63726d
 func openPostgres(ctx context.Context, setting string) (*Store, error) {
 	cfg, err := pgx.ParseConfig(setting)
 	if err != nil {
-		// pgx's parse errors quote the URL, password redacted as best it
-		// can: say nothing of it instead.
-		return nil, errors.New("crm: the PostgreSQL URL does not parse (not shown: it may hold a password)")
+		return nil, fmt.Errorf("crm: %w", pgconf.ErrParse)
 	}
 	db := stdlib.OpenDB(*cfg)
 	// Each instance keeps a small pool: PostgreSQL's connections are
@@ -38,7 +35,7 @@ func openPostgres(ctx context.Context, setting string) (*Store, error) {
 	db.SetMaxIdleConns(8)
 	db.SetConnMaxIdleTime(5 * time.Minute)
 	db.SetConnMaxLifetime(30 * time.Minute)
-	s := &Store{db: db, postgres: true, now: time.Now, Where: postgresWhere(cfg)}
+	s := &Store{db: db, postgres: true, now: time.Now, Where: pgconf.Where(cfg)}
 	if err := s.migrate(ctx); err != nil {
 		db.Close()
 		return nil, err
@@ -54,22 +51,28 @@ func lockMigrations(ctx context.Context, tx *sql.Tx) error {
 	return nil
 }
 
-// postgresWhere names the database for logs: user, host, port, database
-// and search_path, never the password or other query settings.
-func postgresWhere(cfg *pgx.ConnConfig) string {
-	host := cfg.Host
-	if cfg.Port != 0 {
-		host = net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port)))
-	}
-	u := url.URL{Scheme: "postgres", User: url.User(cfg.User), Host: host, Path: "/" + cfg.Database}
-	if sp := cfg.RuntimeParams["search_path"]; sp != "" {
-		u.RawQuery = url.Values{"search_path": {sp}}.Encode()
-	}
-	return u.String()
-}
-
 // pgUniqueViolation reports SQLSTATE 23505 (unique_violation).
 func pgUniqueViolation(err error) bool {
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && pe.Code == "23505"
+}
+
+// AddBookingTx writes one booking for the operation through tx, a
+// transaction on this store's PostgreSQL database (the replay ledger's
+// OnceTx: the booking commits with the ledger's record of it, or not at
+// all). The ledger runs it once per operation; the unique operation id
+// still refuses a second row, and the transaction fails rather than
+// write one.
+func (s *Store) AddBookingTx(ctx context.Context, tx pgx.Tx, b Booking) (Booking, error) {
+	if !s.postgres {
+		return Booking{}, errors.New("crm: AddBookingTx needs the PostgreSQL store")
+	}
+	b, err := s.newBooking(b)
+	if err != nil {
+		return Booking{}, err
+	}
+	if _, err := tx.Exec(ctx, s.q(insertBooking), b.insertArgs()...); err != nil {
+		return Booking{}, fmt.Errorf("crm: writing the booking: %w", err)
+	}
+	return b, nil
 }

@@ -242,16 +242,11 @@ func randomID(prefix string, n int) string {
 // the same operation returns the first booking (ErrDuplicate when the
 // operation belongs to another principal).
 func (s *Store) AddBooking(ctx context.Context, b Booking) (Booking, error) {
-	if b.Principal == "" || b.OperationID == "" {
-		return Booking{}, errors.New("crm: a booking needs a principal and an operation id")
+	b, err := s.newBooking(b)
+	if err != nil {
+		return Booking{}, err
 	}
-	b.ID = randomID("bk_", 8)
-	b.CreatedAt = s.now().UTC().Truncate(time.Millisecond)
-	_, err := s.db.ExecContext(ctx, s.q(`INSERT INTO bookings
-		(id, principal, name, email, topic, slot, operation_id, created_at, created_ms)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`),
-		b.ID, b.Principal, b.Name, b.Email, b.Topic, b.Slot, b.OperationID,
-		b.CreatedAt.Format(time.RFC3339Nano), b.CreatedAt.UnixMilli())
+	_, err = s.db.ExecContext(ctx, s.q(insertBooking), b.insertArgs()...)
 	if err != nil {
 		if s.isUniqueViolation(err) {
 			// The operation was booked already (instances that do not
@@ -262,6 +257,26 @@ func (s *Store) AddBooking(ctx context.Context, b Booking) (Booking, error) {
 		return Booking{}, fmt.Errorf("crm: writing the booking: %w", err)
 	}
 	return b, nil
+}
+
+// insertBooking writes a booking (? placeholders, see Store.q).
+const insertBooking = `INSERT INTO bookings
+	(id, principal, name, email, topic, slot, operation_id, created_at, created_ms)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
+
+// newBooking checks b and gives it its id and creation time.
+func (s *Store) newBooking(b Booking) (Booking, error) {
+	if b.Principal == "" || b.OperationID == "" {
+		return Booking{}, errors.New("crm: a booking needs a principal and an operation id")
+	}
+	b.ID = randomID("bk_", 8)
+	b.CreatedAt = s.now().UTC().Truncate(time.Millisecond)
+	return b, nil
+}
+
+func (b Booking) insertArgs() []any {
+	return []any{b.ID, b.Principal, b.Name, b.Email, b.Topic, b.Slot, b.OperationID,
+		b.CreatedAt.Format(time.RFC3339Nano), b.CreatedAt.UnixMilli()}
 }
 
 // bookingByOperation returns the principal's booking for an operation, or

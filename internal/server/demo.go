@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -238,16 +239,23 @@ func (s *Server) bookDemoCall(ctx context.Context, r *mcp.CallToolRequest) (*mcp
 		c.end(ctx, "declined", nil)
 		return bookResult(false, nil, "No demo call was booked: you did not confirm. Nothing was saved."), nil
 	}
-	res, replay, err := s.guard.Once(ctx, out, func(ctx context.Context) ([]byte, error) {
-		b, err := s.cfg.CRM.AddBooking(ctx, crm.Booking{
-			Principal: req.Principal, OperationID: out.OperationID,
-			Name: contact.Name, Email: contact.Email, Topic: args.Topic, Slot: slot.Slot,
+	booking := crm.Booking{
+		Principal: req.Principal, OperationID: out.OperationID,
+		Name: contact.Name, Email: contact.Email, Topic: args.Topic, Slot: slot.Slot,
+	}
+	var res []byte
+	var replay bool
+	if s.cfg.TxLedger != nil {
+		// The booking, the claim and the stored result commit together:
+		// a crash anywhere leaves all or nothing.
+		res, replay, err = s.guard.OnceTx(ctx, out, s.cfg.TxLedger.Tx(func(ctx context.Context, tx pgx.Tx) ([]byte, error) {
+			return marshalBooking(s.cfg.CRM.AddBookingTx(ctx, tx, booking))
+		}))
+	} else {
+		res, replay, err = s.guard.Once(ctx, out, func(ctx context.Context) ([]byte, error) {
+			return marshalBooking(s.cfg.CRM.AddBooking(ctx, booking))
 		})
-		if err != nil {
-			return nil, err
-		}
-		return json.Marshal(b)
-	})
+	}
 	if err != nil {
 		if _, ok := host.AsError(err); !ok {
 			// The CRM failed: nothing was booked, the claim is released.
@@ -275,6 +283,13 @@ func (s *Server) bookDemoCall(ctx context.Context, r *mcp.CallToolRequest) (*mcp
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}
 	}
 	return bookResult(true, &b, fmt.Sprintf("Booked: a demo call for %s <%s> at %s (booking %s).", b.Name, b.Email, slotTitle(b.Slot), b.ID)), nil
+}
+
+func marshalBooking(b crm.Booking, err error) ([]byte, error) {
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(b)
 }
 
 func bookResult(booked bool, b *crm.Booking, msg string) *mcp.CallToolResult {

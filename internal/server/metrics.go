@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/mrtr-wasm/mrtr-wasm/host"
+	"github.com/mrtr-wasm/mrtr-wasm/ledger"
 )
 
 // Metrics are the server's Prometheus metrics.
@@ -93,6 +94,13 @@ func (i *instrumented) Resume(ctx context.Context, req *host.Request) (*host.Out
 func (i *instrumented) Once(ctx context.Context, out *host.Outcome, effect func(context.Context) ([]byte, error)) ([]byte, bool, error) {
 	t := time.Now()
 	r, replay, err := i.g.Once(ctx, out, effect)
+	i.m.GuardTime.WithLabelValues("once").Observe(time.Since(t).Seconds())
+	return r, replay, err
+}
+
+func (i *instrumented) OnceTx(ctx context.Context, out *host.Outcome, run func(context.Context, ledger.Op) (ledger.Claim, error)) ([]byte, bool, error) {
+	t := time.Now()
+	r, replay, err := i.g.OnceTx(ctx, out, run)
 	i.m.GuardTime.WithLabelValues("once").Observe(time.Since(t).Seconds())
 	return r, replay, err
 }

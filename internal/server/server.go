@@ -21,6 +21,8 @@ import (
 	"github.com/mrtr-wasm/mrtr-wasm/internal/mcphttp"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/ops"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/telemetry"
+	"github.com/mrtr-wasm/mrtr-wasm/ledger"
+	"github.com/mrtr-wasm/mrtr-wasm/ledger/postgres"
 )
 
 // ProtocolVersion is the only MCP revision this server speaks.
@@ -39,6 +41,7 @@ type Guard interface {
 	Resume(ctx context.Context, req *host.Request) (*host.Outcome, error)
 	Once(ctx context.Context, out *host.Outcome, effect func(context.Context) ([]byte, error)) ([]byte, bool, error)
 	Approve(ctx context.Context, req *host.Request) (*host.Outcome, error)
+	OnceTx(ctx context.Context, out *host.Outcome, run func(context.Context, ledger.Op) (ledger.Claim, error)) ([]byte, bool, error)
 }
 
 // Config is everything a Server needs.
@@ -46,6 +49,10 @@ type Config struct {
 	// Guard guards the demo tools (with the deployment's policy and ledger).
 	Guard Guard
 	CRM   *crm.Store
+	// TxLedger, when set, is the guard's ledger in the CRM's own
+	// PostgreSQL database (same Where): a booking then commits in one
+	// transaction with the ledger's record of it (Guard.OnceTx).
+	TxLedger *postgres.Ledger
 	// Auth checks who calls /mcp (--auth-tokens or OAuth) and signs people
 	// in on the connect page; nil means no authentication (every caller is
 	// Anonymous).

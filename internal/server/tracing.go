@@ -12,6 +12,7 @@ import (
 
 	"github.com/mrtr-wasm/mrtr-wasm/host"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/telemetry"
+	"github.com/mrtr-wasm/mrtr-wasm/ledger"
 )
 
 // TraceGuard wraps a guard with a span per step ("guard ask", "guard
@@ -54,8 +55,17 @@ func (t *tracedGuard) Resume(ctx context.Context, req *host.Request) (*host.Outc
 }
 
 func (t *tracedGuard) Once(ctx context.Context, out *host.Outcome, effect func(context.Context) ([]byte, error)) ([]byte, bool, error) {
+	return t.once(ctx, func(ctx context.Context) ([]byte, bool, error) { return t.g.Once(ctx, out, effect) })
+}
+
+func (t *tracedGuard) OnceTx(ctx context.Context, out *host.Outcome, run func(context.Context, ledger.Op) (ledger.Claim, error)) ([]byte, bool, error) {
+	return t.once(ctx, func(ctx context.Context) ([]byte, bool, error) { return t.g.OnceTx(ctx, out, run) })
+}
+
+// once traces a Once or OnceTx as one "guard once" step.
+func (t *tracedGuard) once(ctx context.Context, f func(context.Context) ([]byte, bool, error)) ([]byte, bool, error) {
 	ctx, s := t.tel.StartStep(ctx, "guard once")
-	r, replay, err := t.g.Once(ctx, out, effect)
+	r, replay, err := f(ctx)
 	if err == nil {
 		if replay {
 			s.SetString("mrtr.once", "replay")

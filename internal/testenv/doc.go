@@ -1,7 +1,7 @@
 // Package testenv decides what a test does when a service it needs
-// (Redis, PostgreSQL, the redis-server binary, Chromium) is missing: it
-// skips with one line naming the service and how to provide it, so that
-// `go test ./...` runs on a laptop without them. With
+// (Redis, PostgreSQL, the redis-server or PostgreSQL binaries, Chromium)
+// is missing: it skips with one line naming the service and how to
+// provide it, so that `go test ./...` runs on a laptop without them. With
 // MRTR_REQUIRE_SERVICES=1 (set by .ci/run) every such skip is a failure,
 // so CI still runs them all.
 //

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -15,7 +16,10 @@ const (
 	Redis       = "redis"        // a Redis server at RedisURL
 	RedisServer = "redis-server" // the binary, for tests that start their own
 	Postgres    = "postgres"     // a PostgreSQL server at PostgresURL
-	Chromium    = "chromium"     // a headless Chromium at ChromiumPath
+	// PostgresServer: Debian's PostgreSQL binaries (initdb, postgres), for
+	// tests that start their own server (see PostgresBin).
+	PostgresServer = "postgres-server"
+	Chromium       = "chromium" // a headless Chromium at ChromiumPath
 )
 
 // RequireEnv turns every skip into a failure when set to 1.
@@ -37,6 +41,18 @@ func PostgresURL() string {
 		return u
 	}
 	return "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+}
+
+// PostgresBin is the folder of Debian's PostgreSQL binaries (the newest
+// under /usr/lib/postgresql), or "" when there is none.
+func PostgresBin() string {
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	for i := len(dirs) - 1; i >= 0; i-- {
+		if _, err := os.Stat(filepath.Join(dirs[i], "postgres")); err == nil {
+			return dirs[i]
+		}
+	}
+	return ""
 }
 
 // ChromiumPath is the browser the tests drive: MRTR_TEST_CHROMIUM, or
@@ -82,6 +98,11 @@ func probe(service string) string {
 	case RedisServer:
 		if _, err := exec.LookPath("redis-server"); err != nil {
 			return "no redis-server in PATH; install Debian's redis-server"
+		}
+		return ""
+	case PostgresServer:
+		if PostgresBin() == "" {
+			return "no /usr/lib/postgresql/*/bin/postgres; install Debian's postgresql"
 		}
 		return ""
 	case Chromium:

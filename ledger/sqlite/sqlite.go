@@ -17,6 +17,7 @@ import (
 	"github.com/mrtr-wasm/mrtr-wasm/internal/privatefile"
 	"github.com/mrtr-wasm/mrtr-wasm/ledger"
 	"github.com/mrtr-wasm/mrtr-wasm/ledger/internal/opcheck"
+	"github.com/mrtr-wasm/mrtr-wasm/ledger/internal/row"
 )
 
 // sqliteLedger keeps the ledger in one SQLite file. Each call is one
@@ -142,17 +143,11 @@ func (s *sqliteLedger) Claim(ctx context.Context, op string, fp ledger.Fingerpri
 // lookup classifies op's live row, if there is one.
 func (s *sqliteLedger) lookup(ctx context.Context, op string, fp ledger.Fingerprint) (ledger.Claim, bool, error) {
 	e, err := s.entry(ctx, op)
-	switch {
-	case err != nil:
+	if err != nil {
 		return ledger.Claim{}, false, err
-	case e.State == ledger.Absent:
-		return ledger.Claim{}, false, nil
-	case e.Fingerprint != fp:
-		return ledger.Claim{Status: ledger.Conflict}, true, nil
-	case e.State == ledger.Done:
-		return ledger.Claim{Status: ledger.Finished, Result: e.Result}, true, nil
 	}
-	return ledger.Claim{Status: ledger.InProgress}, true, nil
+	c, found := row.Claim(e, fp)
+	return c, found, nil
 }
 
 func (s *sqliteLedger) Finish(ctx context.Context, op, token string, fp ledger.Fingerprint, result []byte, ttl time.Duration) error {
@@ -218,12 +213,7 @@ func (s *sqliteLedger) entry(ctx context.Context, op string) (ledger.Entry, erro
 	if err != nil {
 		return ledger.Entry{}, err
 	}
-	e := ledger.Entry{State: ledger.Pending}
-	copy(e.Fingerprint[:], fp)
-	if done {
-		e.State, e.Result = ledger.Done, opcheck.Clone(result)
-	}
-	return e, nil
+	return row.Entry(done, fp, result), nil
 }
 
 // sweep deletes expired rows, at most once per sweepEvery per process.
