@@ -27,6 +27,7 @@ import (
 const proxyUsage = `usage: mrtr-wasm proxy [flags] --upstream URL
        mrtr-wasm proxy [flags] -- CMD ARGS...          (the upstream is a stdio child)
        mrtr-wasm proxy --stdio [flags] -- CMD ARGS...  (a local client runs the proxy on stdio)
+       mrtr-wasm proxy --stdio [flags] --upstream URL  (a local stdio client, a remote HTTP server)
 
 Puts the guard in front of an MCP server you did not write. Downstream it
 is an MCP 2026-07-28 server at http://ADDR/mcp (with /healthz and
@@ -82,7 +83,7 @@ func parseProxy(args []string, stderr io.Writer) (*proxyOptions, error) {
 	addSharedFlags(fs, &o.serveOptions)
 	fs.StringVar(&o.audience, "audience", "mrtr-wasm-proxy", "audience bound into every requestState (proxies sharing keys and a ledger must share it)")
 	fs.StringVar(&o.publicURL, "public-url", "", "the URL clients reach this proxy at (logged; default http://ADDR)")
-	fs.BoolVar(&o.stdio, "stdio", false, "serve MCP on stdin/stdout for a local client (the upstream is then the stdio child after --; the listener at --addr serves only /healthz and /metrics)")
+	fs.BoolVar(&o.stdio, "stdio", false, "serve MCP on stdin/stdout for a local client, of either era (the upstream is the stdio child after -- or --upstream URL; the listener at --addr serves only /healthz and /metrics)")
 	fs.StringVar(&o.cacheDir, "wasm-cache", "", "directory for wazero's compiled guard.wasm (default: none)")
 	fs.StringVar(&o.upstreamURL, "upstream", "", "the upstream's Streamable HTTP endpoint, e.g. http://127.0.0.1:9000/mcp")
 	fs.Var(&o.upstreamHeaders, "upstream-header", "\"Name: value\" sent to an HTTP upstream with every call (repeatable; never logged)")
@@ -112,8 +113,6 @@ func parseProxy(args []string, stderr io.Writer) (*proxyOptions, error) {
 		return nil, errors.New("give either --upstream URL or -- CMD ARGS, not both")
 	case o.upstreamURL == "" && len(o.command) == 0:
 		return nil, errors.New("no upstream: give --upstream URL or -- CMD ARGS")
-	case o.stdio && len(o.command) == 0:
-		return nil, errors.New("--stdio needs the upstream as a stdio child: -- CMD ARGS")
 	case o.toolsMinTTL < 0 || o.toolsMinTTL > time.Minute:
 		return nil, errors.New("--tools-min-ttl must be between 0 and 1m")
 	case o.upstreamTimeout <= 0, o.childIdle <= 0:
