@@ -52,6 +52,7 @@ type proxyOptions struct {
 	serveOptions
 	upstreamURL      string
 	upstreamHeaders  multiFlag
+	upstreamOAuth    upstreamOAuth
 	upstreamEnv      multiFlag
 	upstreamEnvPass  multiFlag
 	upstreamUser     string
@@ -86,6 +87,7 @@ func parseProxy(args []string, stderr io.Writer) (*proxyOptions, error) {
 	fs.BoolVar(&o.stdio, "stdio", false, "serve MCP on stdin/stdout for a local client, of either era (the upstream is the stdio child after -- or --upstream URL; the listener at --addr serves only /healthz and /metrics)")
 	fs.StringVar(&o.cacheDir, "wasm-cache", "", "directory for wazero's compiled guard.wasm (default: none)")
 	fs.StringVar(&o.upstreamURL, "upstream", "", "the upstream's Streamable HTTP endpoint, e.g. http://127.0.0.1:9000/mcp")
+	o.upstreamOAuth.flags(fs)
 	fs.Var(&o.upstreamHeaders, "upstream-header", "\"Name: value\" sent to an HTTP upstream with every call (repeatable; never logged)")
 	fs.DurationVar(&o.upstreamTimeout, "upstream-timeout", 60*time.Second, "bound on one upstream call, streamed messages included (a subscriptions/listen stream: only its start)")
 	fs.Int64Var(&o.upstreamMaxBody, "upstream-max-body", 8<<20, "largest upstream answer (or stream event) in bytes")
@@ -111,6 +113,10 @@ func parseProxy(args []string, stderr io.Writer) (*proxyOptions, error) {
 	switch {
 	case o.upstreamURL != "" && len(o.command) > 0:
 		return nil, errors.New("give either --upstream URL or -- CMD ARGS, not both")
+	case o.upstreamOAuth.tokenURL != "" && o.upstreamURL == "":
+		return nil, errors.New("--upstream-oauth-token-url needs an HTTP upstream (--upstream URL)")
+	case o.upstreamOAuth.tokenURL != "" && o.passToken:
+		return nil, errors.New("give either --upstream-oauth-token-url or --upstream-pass-token, not both")
 	case o.upstreamURL == "" && len(o.command) == 0:
 		return nil, errors.New("no upstream: give --upstream URL or -- CMD ARGS")
 	case o.toolsMinTTL < 0 || o.toolsMinTTL > time.Minute:
@@ -231,7 +237,11 @@ func openUpstream(ctx context.Context, o *proxyOptions, log *slog.Logger) (upstr
 		if err != nil {
 			return nil, usageError{err}
 		}
-		u, err := upstream.NewHTTP(upstream.HTTPOptions{URL: o.upstreamURL, Header: h, Timeout: o.upstreamTimeout, MaxBody: o.upstreamMaxBody})
+		ts, err := o.upstreamOAuth.tokenSource(ctx, o.upstreamURL, h)
+		if err != nil {
+			return nil, usageError{err}
+		}
+		u, err := upstream.NewHTTP(upstream.HTTPOptions{URL: o.upstreamURL, Header: h, Timeout: o.upstreamTimeout, MaxBody: o.upstreamMaxBody, TokenSource: ts})
 		if err != nil {
 			return nil, usageError{err}
 		}
