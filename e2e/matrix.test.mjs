@@ -247,7 +247,7 @@ test('the wire check refuses invalid messages in each revision', () => {
 let cellNo = 0;
 // The cells run a few at a time: most of a stdio cell is waiting for the
 // processes it spawns to start.
-describe('the matrix', { concurrency: Number(process.env.MATRIX_CONCURRENCY || 4) }, () => {
+describe('the matrix', { concurrency: Number(process.env.MATRIX_CONCURRENCY || 2) }, () => {
 for (const c of CLIENTS) {
   for (const transport of ['Streamable HTTP', 'stdio']) {
     const row = `${c.name} | ${transport}`;

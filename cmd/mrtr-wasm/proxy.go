@@ -316,7 +316,7 @@ func runProxyServer(ctx context.Context, o *proxyOptions, stdin io.Reader, stdou
 	}
 	px, err := proxy.New(proxy.Config{Guard: guard, Upstream: up, Version: version(), Auth: authn, PassToken: o.passToken, ForwardPrincipal: o.forwardPrincipal,
 		Logger: log, Telemetry: tel, SessionIdle: o.sessionIdle, MaxSessions: o.maxSessions, MaxStreams: o.maxStreams, ToolsMinTTL: minTTL(o.toolsMinTTL),
-		Ready: readyChecks(led, pol, log), MaxPending: o.maxPending, MaxPendingPerPrincipal: o.maxPendingOne, Audit: al})
+		FetchTimeout: o.upstreamTimeout, Ready: readyChecks(led, pol, log), MaxPending: o.maxPending, MaxPendingPerPrincipal: o.maxPendingOne, Audit: al})
 	if err != nil {
 		return err
 	}
