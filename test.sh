@@ -71,6 +71,9 @@ e2e/conformance.sh
 echo "== 2025-11-25 clients: TypeScript SDK 1.32.2, MCP Inspector 2.12.0 CLI and web UI (Chromium)"
 e2e/legacy.sh
 
+echo "== the client matrix: official clients of both eras, HTTP and stdio, serve and the proxy (every message schema-checked)"
+e2e/matrix.sh # rewrites e2e/MATRIX.md
+
 echo "== the conformance suite through mrtr-wasm proxy (go-sdk v1.8.0 fixture behind it)"
 e2e/proxy-conformance.sh
 

@@ -27,6 +27,7 @@ import (
 const proxyUsage = `usage: mrtr-wasm proxy [flags] --upstream URL
        mrtr-wasm proxy [flags] -- CMD ARGS...          (the upstream is a stdio child)
        mrtr-wasm proxy --stdio [flags] -- CMD ARGS...  (a local client runs the proxy on stdio)
+       mrtr-wasm proxy --stdio [flags] --upstream URL  (a local stdio client, a remote HTTP server)
 
 Puts the guard in front of an MCP server you did not write. Downstream it
 is an MCP 2026-07-28 server at http://ADDR/mcp (with /healthz and
@@ -51,6 +52,7 @@ type proxyOptions struct {
 	serveOptions
 	upstreamURL      string
 	upstreamHeaders  multiFlag
+	upstreamOAuth    upstreamOAuth
 	upstreamEnv      multiFlag
 	upstreamEnvPass  multiFlag
 	upstreamUser     string
@@ -82,9 +84,10 @@ func parseProxy(args []string, stderr io.Writer) (*proxyOptions, error) {
 	addSharedFlags(fs, &o.serveOptions)
 	fs.StringVar(&o.audience, "audience", "mrtr-wasm-proxy", "audience bound into every requestState (proxies sharing keys and a ledger must share it)")
 	fs.StringVar(&o.publicURL, "public-url", "", "the URL clients reach this proxy at (logged; default http://ADDR)")
-	fs.BoolVar(&o.stdio, "stdio", false, "serve MCP on stdin/stdout for a local client (the upstream is then the stdio child after --; the listener at --addr serves only /healthz and /metrics)")
+	fs.BoolVar(&o.stdio, "stdio", false, "serve MCP on stdin/stdout for a local client, of either era (the upstream is the stdio child after -- or --upstream URL; the listener at --addr serves only /healthz and /metrics)")
 	fs.StringVar(&o.cacheDir, "wasm-cache", "", "directory for wazero's compiled guard.wasm (default: none)")
 	fs.StringVar(&o.upstreamURL, "upstream", "", "the upstream's Streamable HTTP endpoint, e.g. http://127.0.0.1:9000/mcp")
+	o.upstreamOAuth.flags(fs)
 	fs.Var(&o.upstreamHeaders, "upstream-header", "\"Name: value\" sent to an HTTP upstream with every call (repeatable; never logged)")
 	fs.DurationVar(&o.upstreamTimeout, "upstream-timeout", 60*time.Second, "bound on one upstream call, streamed messages included (a subscriptions/listen stream: only its start)")
 	fs.Int64Var(&o.upstreamMaxBody, "upstream-max-body", 8<<20, "largest upstream answer (or stream event) in bytes")
@@ -110,10 +113,12 @@ func parseProxy(args []string, stderr io.Writer) (*proxyOptions, error) {
 	switch {
 	case o.upstreamURL != "" && len(o.command) > 0:
 		return nil, errors.New("give either --upstream URL or -- CMD ARGS, not both")
+	case o.upstreamOAuth.tokenURL != "" && o.upstreamURL == "":
+		return nil, errors.New("--upstream-oauth-token-url needs an HTTP upstream (--upstream URL)")
+	case o.upstreamOAuth.tokenURL != "" && o.passToken:
+		return nil, errors.New("give either --upstream-oauth-token-url or --upstream-pass-token, not both")
 	case o.upstreamURL == "" && len(o.command) == 0:
 		return nil, errors.New("no upstream: give --upstream URL or -- CMD ARGS")
-	case o.stdio && len(o.command) == 0:
-		return nil, errors.New("--stdio needs the upstream as a stdio child: -- CMD ARGS")
 	case o.toolsMinTTL < 0 || o.toolsMinTTL > time.Minute:
 		return nil, errors.New("--tools-min-ttl must be between 0 and 1m")
 	case o.upstreamTimeout <= 0, o.childIdle <= 0:
@@ -232,7 +237,11 @@ func openUpstream(ctx context.Context, o *proxyOptions, log *slog.Logger) (upstr
 		if err != nil {
 			return nil, usageError{err}
 		}
-		u, err := upstream.NewHTTP(upstream.HTTPOptions{URL: o.upstreamURL, Header: h, Timeout: o.upstreamTimeout, MaxBody: o.upstreamMaxBody})
+		ts, err := o.upstreamOAuth.tokenSource(ctx, o.upstreamURL, h)
+		if err != nil {
+			return nil, usageError{err}
+		}
+		u, err := upstream.NewHTTP(upstream.HTTPOptions{URL: o.upstreamURL, Header: h, Timeout: o.upstreamTimeout, MaxBody: o.upstreamMaxBody, TokenSource: ts})
 		if err != nil {
 			return nil, usageError{err}
 		}
@@ -307,7 +316,7 @@ func runProxyServer(ctx context.Context, o *proxyOptions, stdin io.Reader, stdou
 	}
 	px, err := proxy.New(proxy.Config{Guard: guard, Upstream: up, Version: version(), Auth: authn, PassToken: o.passToken, ForwardPrincipal: o.forwardPrincipal,
 		Logger: log, Telemetry: tel, SessionIdle: o.sessionIdle, MaxSessions: o.maxSessions, MaxStreams: o.maxStreams, ToolsMinTTL: minTTL(o.toolsMinTTL),
-		Ready: readyChecks(led, pol, log), MaxPending: o.maxPending, MaxPendingPerPrincipal: o.maxPendingOne, Audit: al})
+		FetchTimeout: o.upstreamTimeout, Ready: readyChecks(led, pol, log), MaxPending: o.maxPending, MaxPendingPerPrincipal: o.maxPendingOne, Audit: al})
 	if err != nil {
 		return err
 	}

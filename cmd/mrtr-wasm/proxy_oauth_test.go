@@ -1,9 +1,13 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -88,5 +92,60 @@ func TestProxyOAuth(t *testing.T) {
 		if strings.Contains(logs.String(), strings.Split(tok, ".")[2]) {
 			t.Fatal("a token reached the proxy's log")
 		}
+	}
+}
+
+// `proxy --stdio --upstream URL --upstream-oauth-*`: a local stdio client
+// in front of a remote HTTP upstream that wants an OAuth token: the proxy
+// gets its own by client credentials and sends it with every upstream
+// request (server/discover included); the secret never reaches the log.
+func TestProxyStdioUpstreamOAuth(t *testing.T) {
+	op := oidcop.Start(t)
+	var mu sync.Mutex
+	var seen []string // Authorization of every upstream request
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		seen = append(seen, r.Header.Get("Authorization"))
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		var m struct {
+			ID json.RawMessage `json:"id"`
+		}
+		_ = json.Unmarshal(b, &m)
+		switch {
+		case strings.Contains(string(b), `"tools/call"`):
+			io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":{"resultType":"complete","content":[{"type":"text","text":"ok"}]}}`)
+		default:
+			io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"serverInfo":{"name":"u","version":"1"},"cacheScope":"public","ttlMs":0}}`)
+		}
+	}))
+	t.Cleanup(up.Close)
+	secret := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secret, []byte(oidcop.AgentSecret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	in, out, logs := startStdioProxy(t, "--upstream", up.URL, "--upstream-oauth-token-url", op.Issuer+"oauth/token",
+		"--upstream-oauth-client-id", "agent-alice", "--upstream-oauth-client-secret-file", secret, "--upstream-oauth-scopes", "mcp")
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+	if _, err := fmt.Fprintf(in, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{%s,"name":"echo","arguments":{}}}`+"\n", meta); err != nil {
+		t.Fatal(err)
+	}
+	if !out.Scan() || !strings.Contains(out.Text(), `"text":"ok"`) {
+		t.Fatalf("tools/call: %q\n%s", out.Text(), logs)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) < 2 {
+		t.Fatalf("the upstream saw %d requests", len(seen))
+	}
+	for i, a := range seen {
+		tok, ok := strings.CutPrefix(a, "Bearer ")
+		if !ok || strings.Count(tok, ".") != 2 {
+			t.Fatalf("upstream request %d: Authorization %q, want the proxy's access token", i, a)
+		}
+	}
+	if strings.Contains(logs.String(), oidcop.AgentSecret) || strings.Contains(logs.String(), strings.Split(seen[0], ".")[2]) {
+		t.Fatal("the client secret or the token reached the log")
 	}
 }

@@ -231,21 +231,20 @@ func TestProxyStdioTraceReachesChild(t *testing.T) {
 	}
 }
 
-// `mrtr-wasm proxy --stdio -- CMD`: a local client speaks to the proxy on
-// stdin/stdout, the proxy to its child on the child's.
-func TestProxyStdioBothSides(t *testing.T) {
-	bin := hostileChild(t)
+// startStdioProxy runs `mrtr-wasm proxy --stdio ARGS` in this process
+// until the test ends: the client writes to in and reads lines from out.
+func startStdioProxy(t *testing.T, args ...string) (in io.Writer, out *bufio.Scanner, logs *syncBuffer) {
+	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	logs := &syncBuffer{}
+	logs = &syncBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
 	go func() {
-		done <- proxyMain(ctx, []string{"--stdio", "--addr", "127.0.0.1:0", "--wasm-cache", sharedCache,
-			"--upstream-env", "MRTR_TEST_CHILD=ok", "--", bin}, inR, outW, logs, nil)
+		done <- proxyMain(ctx, append([]string{"--stdio", "--addr", "127.0.0.1:0", "--wasm-cache", sharedCache}, args...), inR, outW, logs, nil)
 		outW.Close()
 	}()
-	defer func() {
+	t.Cleanup(func() {
 		inW.Close()
 		cancel()
 		select {
@@ -253,9 +252,15 @@ func TestProxyStdioBothSides(t *testing.T) {
 		case <-time.After(time.Minute):
 			t.Error("proxy --stdio did not stop")
 		}
-	}()
+	})
+	return inW, bufio.NewScanner(outR), logs
+}
+
+// `mrtr-wasm proxy --stdio -- CMD`: a local client speaks to the proxy on
+// stdin/stdout, the proxy to its child on the child's.
+func TestProxyStdioBothSides(t *testing.T) {
+	inW, sc, logs := startStdioProxy(t, "--upstream-env", "MRTR_TEST_CHILD=ok", "--", hostileChild(t))
 	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
-	sc := bufio.NewScanner(outR)
 	// server/discover is the proxy's, from the child's.
 	if _, err := fmt.Fprintf(inW, `{"jsonrpc":"2.0","id":0,"method":"server/discover","params":{%s}}`+"\n", meta); err != nil {
 		t.Fatal(err)
@@ -317,5 +322,33 @@ func TestProxyStdioCrashLoopReadyz(t *testing.T) {
 	}
 	if r := proxyCall(t, base, "echo", `{}`, nil); r.Error == nil || !strings.Contains(r.Error.Message, "restarts have stopped") {
 		t.Fatalf("a call after the crash loop: %+v", r)
+	}
+}
+
+// `proxy --stdio` takes both eras, as serve --stdio does: a 2025-11-25
+// initialize gets a session (not -32602 for a missing _meta), and its
+// tools/call reaches the child.
+func TestProxyStdioLegacyClient(t *testing.T) {
+	inW, sc, logs := startStdioProxy(t, "--upstream-env", "MRTR_TEST_CHILD=ok", "--", hostileChild(t))
+	send := func(msg string) {
+		t.Helper()
+		if _, err := io.WriteString(inW, msg+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	if !sc.Scan() {
+		t.Fatalf("no answer to initialize:\n%s", logs)
+	}
+	if r := sc.Text(); !strings.Contains(r, `"protocolVersion":"2025-11-25"`) || strings.Contains(r, `"error"`) {
+		t.Fatalf("initialize: %s", r)
+	}
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"x":1}}}`)
+	if !sc.Scan() {
+		t.Fatalf("no answer to tools/call:\n%s", logs)
+	}
+	if r := sc.Text(); !strings.Contains(r, `"id":2`) || !strings.Contains(r, `"arguments":{"x":1}`) || strings.Contains(r, `"error"`) {
+		t.Fatalf("tools/call on the session: %s", r)
 	}
 }

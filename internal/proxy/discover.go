@@ -74,7 +74,7 @@ func (*upstreamRPCError) Error() string { return "the upstream answered with a J
 func (p *Proxy) fetchDiscover(ctx context.Context, h http.Header, principal string) (json.RawMessage, cacheHint, error) {
 	msg := []byte(`{"jsonrpc":"2.0","id":"mrtr-proxy-discover","method":"server/discover","params":{"_meta":{"` +
 		mcphttp.MetaProtocolVersion + `":"` + mcphttp.ProtocolVersion + `","` + mcphttp.MetaClientCapabilities + `":{}}}}`)
-	ctx, cancel := context.WithTimeout(upstream.WithPrincipal(ctx, principal), 10*time.Second)
+	ctx, cancel := context.WithTimeout(upstream.WithPrincipal(ctx, principal), p.cfg.FetchTimeout)
 	defer cancel()
 	resp, err := p.cfg.Upstream.Call(ctx, msg, fetchHeaders(h, "server/discover"), nil)
 	if err != nil {

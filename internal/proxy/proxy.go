@@ -59,6 +59,11 @@ type Config struct {
 	// round trip on every tools/call. Default (0) 1 s; negative: none,
 	// re-fetch whenever the upstream's ttlMs has run out.
 	ToolsMinTTL time.Duration
+	// FetchTimeout bounds each request the proxy makes of its own
+	// (tools/list, server/discover), the start of a principal's stdio
+	// child included (default 10 s; the CLI gives --upstream-timeout: a
+	// child slower to start than that failed every first tools/list).
+	FetchTimeout time.Duration
 	// Version is the proxy's, in its server/discover (default "dev").
 	Version string
 	// SessionIdle closes a legacy (2025-era) client's session after this
@@ -131,6 +136,9 @@ func New(cfg Config) (*Proxy, error) {
 	}
 	if cfg.ToolsTTL <= 0 {
 		cfg.ToolsTTL = time.Minute
+	}
+	if cfg.FetchTimeout <= 0 {
+		cfg.FetchTimeout = 10 * time.Second
 	}
 	if cfg.ToolsMinTTL == 0 {
 		cfg.ToolsMinTTL = time.Second

@@ -9,16 +9,38 @@ import (
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mrtr-wasm/mrtr-wasm/internal/legacy"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/mcphttp"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/server"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/upstream"
 )
 
 // ServeStdio serves a local client on newline-delimited JSON-RPC over in
-// and out until in ends or ctx does. The caller is server.Anonymous (the
-// user who started the process); requests are served concurrently.
+// and out until in ends or ctx does, in the era its first message picks
+// (legacy.StdioEra, as serve --stdio): an initialize of an earlier
+// revision gets a session of the legacy front, as on HTTP; anything else
+// is served as 2026-07-28. The caller is server.Anonymous (the user who
+// started the process); requests are served concurrently.
 func (p *Proxy) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
+	rest, old, err := legacy.StdioEra(in, mcphttp.MaxBody)
+	if err != nil {
+		return err
+	}
+	if old {
+		return p.legacy.srv.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(rest), Writer: nopWriteCloser{out}})
+	}
+	return p.serveStdio(ctx, rest, out)
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+// serveStdio serves a 2026-07-28 client: each line a request, answered
+// through the guarded path.
+func (p *Proxy) serveStdio(ctx context.Context, in io.Reader, out io.Writer) error {
 	var mu sync.Mutex
 	write := func(raw []byte) error {
 		mu.Lock()

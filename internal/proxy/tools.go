@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/mrtr-wasm/mrtr-wasm/internal/mcphttp"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/rawjson"
@@ -83,7 +82,7 @@ func (p *Proxy) fetchTools(ctx context.Context, h http.Header, principal string)
 		}
 		params += "}"
 		msg := `{"jsonrpc":"2.0","id":"mrtr-proxy-tools-` + strconv.Itoa(page) + `","method":"tools/list","params":` + params + `}`
-		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		cctx, cancel := context.WithTimeout(ctx, p.cfg.FetchTimeout)
 		resp, err := p.cfg.Upstream.Call(cctx, []byte(msg), h, nil)
 		cancel()
 		if err != nil {

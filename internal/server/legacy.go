@@ -10,12 +10,8 @@ package server
 // as a 2026-07-28 client gets.
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"time"
@@ -82,33 +78,12 @@ func (s *Server) legacyTool(h mcp.ToolHandler) mcp.ToolHandler {
 // an initialize of an earlier revision opens a legacy session; anything
 // else is 2026-07-28, with the _meta checks.
 func (s *Server) RunStdio(ctx context.Context, in io.Reader, out io.WriteCloser) error {
-	br := bufio.NewReaderSize(in, 64<<10)
-	var first []byte
-	for {
-		chunk, err := br.ReadSlice('\n')
-		first = append(first, chunk...)
-		if len(first) > MaxBody {
-			// As an HTTP body would be: a line without end is not buffered.
-			return fmt.Errorf("stdio: the first message is over %d bytes", MaxBody)
-		}
-		if errors.Is(err, bufio.ErrBufferFull) {
-			continue
-		}
-		if err != nil && (len(first) == 0 || !errors.Is(err, io.EOF)) {
-			return err
-		}
-		break
+	rest, old, err := legacy.StdioEra(in, MaxBody)
+	if err != nil {
+		return err
 	}
-	rest := io.NopCloser(io.MultiReader(bytes.NewReader(first), br))
-	var p struct {
-		Method string `json:"method"`
-		Params struct {
-			ProtocolVersion string `json:"protocolVersion"`
-		} `json:"params"`
-	}
-	_ = json.Unmarshal(first, &p)
-	t := &mcp.IOTransport{Reader: rest, Writer: out}
-	if p.Method == "initialize" && p.Params.ProtocolVersion < ProtocolVersion {
+	t := &mcp.IOTransport{Reader: io.NopCloser(rest), Writer: out}
+	if old {
 		return s.legacy.Run(ctx, t)
 	}
 	return s.mcp.Run(ctx, CheckStdio(t))

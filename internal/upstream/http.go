@@ -19,6 +19,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/oauth2"
+
 	"github.com/mrtr-wasm/mrtr-wasm/internal/rawjson"
 )
 
@@ -36,6 +38,10 @@ type HTTPOptions struct {
 	MaxBody int64
 	// Transport replaces the pooled default (tests).
 	Transport http.RoundTripper
+	// TokenSource, when set, authenticates every request with its access
+	// token (Authorization: Bearer; --upstream-oauth-*: OAuth client
+	// credentials), fetched again when it expires.
+	TokenSource oauth2.TokenSource
 }
 
 // HTTP is an upstream reached over Streamable HTTP (MCP 2026-07-28:
@@ -74,6 +80,9 @@ func NewHTTP(o HTTPOptions) (*HTTP, error) {
 			ResponseHeaderTimeout: o.Timeout,
 			ExpectContinueTimeout: time.Second,
 		}
+	}
+	if o.TokenSource != nil {
+		rt = &oauth2.Transport{Source: o.TokenSource, Base: rt}
 	}
 	h := o.Header.Clone()
 	if h == nil {
