@@ -24,6 +24,8 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/mrtr-wasm/mrtr-wasm/internal/testenv"
 )
 
 // BenchmarkProxy measures, side by side in one run, what `mrtr-wasm proxy`
@@ -508,19 +510,7 @@ func procCPU(pid int) time.Duration {
 }
 
 // rss is a process's resident set in bytes (Linux).
-func rss(b *testing.B, pid int) int64 {
-	s, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(s), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
-}
+func rss(b *testing.B, pid int) int64 { return testenv.RSS(pid) }
 
 // guardSeconds reads the proxy's mrtr_guard_seconds: sum and count by op.
 func guardSeconds(b *testing.B, base string) map[string][2]float64 {
