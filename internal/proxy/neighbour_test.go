@@ -68,17 +68,20 @@ func startNeighbour(tb testing.TB) *nbEnv {
 	tb.Helper()
 	dir := tb.TempDir()
 	root, _ := filepath.Abs("../..")
-	for _, c := range [][]string{
-		{"go", "build", "-o", filepath.Join(dir, "mrtr-wasm"), "./cmd/mrtr-wasm"},
-		{"go", "build", "-o", filepath.Join(dir, "booker"), "./internal/upstream/stdiotest/booker"},
-	} {
+	bin := filepath.Join(dir, "mrtr-wasm")
+	builds := [][]string{{"go", "build", "-o", filepath.Join(dir, "booker"), "./internal/upstream/stdiotest/booker"}}
+	if b := os.Getenv("MRTR_NEIGHBOUR_BIN"); b != "" {
+		bin = b // another build of mrtr-wasm, to compare
+	} else {
+		builds = append(builds, []string{"go", "build", "-o", bin, "./cmd/mrtr-wasm"})
+	}
+	for _, c := range builds {
 		cmd := exec.Command(c[0], c[1:]...)
 		cmd.Dir, cmd.Stderr = root, os.Stderr
 		if err := cmd.Run(); err != nil {
 			tb.Fatal(err)
 		}
 	}
-	bin := filepath.Join(dir, "mrtr-wasm")
 	keys, err := exec.Command(bin, "keygen").Output()
 	if err != nil {
 		tb.Fatal(err)
@@ -368,6 +371,49 @@ type nbFlood struct {
 
 var defaultFlood = nbFlood{rounds: 4, sessions: 2, names: 2, pause: 5 * time.Millisecond, slowBodies: 32, slowReaders: 16, bigBytes: 1 << 20}
 
+// flood is defaultFlood with MRTR_NEIGHBOUR_PAUSE's pause, if set.
+func flood(tb testing.TB) nbFlood {
+	f := defaultFlood
+	f.pause = envDuration(tb, "MRTR_NEIGHBOUR_PAUSE", f.pause)
+	return f
+}
+
+// cpuMeter reads the CPU time of the proxies and of this process (the
+// clients, honest and hostile).
+type cpuMeter struct {
+	t     time.Time
+	procs []time.Duration
+	self  time.Duration
+}
+
+func (e *nbEnv) cpu() cpuMeter {
+	m := cpuMeter{t: time.Now(), self: selfCPUTime()}
+	for _, p := range e.proxies {
+		m.procs = append(m.procs, testenv.CPU(p.pid))
+	}
+	return m
+}
+
+// since says how many cores each proxy and this process kept busy.
+func (e *nbEnv) cpuSince(m cpuMeter) string {
+	now := e.cpu()
+	wall := now.t.Sub(m.t).Seconds()
+	var b strings.Builder
+	for i, p := range e.proxies {
+		fmt.Fprintf(&b, "%s proxy %.2f cores, ", p.name, (now.procs[i]-m.procs[i]).Seconds()/wall)
+	}
+	fmt.Fprintf(&b, "clients %.2f cores", (now.self-m.self).Seconds()/wall)
+	return b.String()
+}
+
+func selfCPUTime() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 // outcome names how a hostile request ended, from its HTTP status and
 // body (no tokens or ids in it).
 func outcome(status int, body []byte) string {
@@ -400,8 +446,30 @@ func (e *nbEnv) hostile(ctx context.Context, f nbFlood, counts *hostileCounts) {
 			}()
 		}
 	}
+	// The slow connections first: each of mallory's calls counts against
+	// her cap on open calls until its result is in, so once her rounds
+	// fill it a slow reader would only be refused.
+	for _, p := range e.proxies {
+		slow := func(kind string, n int, f func() (string, string)) {
+			for range n {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for ctx.Err() == nil {
+						outcome, got := f()
+						counts.example(p.name+"/"+kind, outcome, got)
+					}
+				}()
+			}
+		}
+		host := strings.TrimPrefix(p.base, "http://")
+		slow("slow_body", f.slowBodies, func() (string, string) { return slowBody(ctx, host), "" })
+		slow("slow_reader", f.slowReaders, func() (string, string) { return slowReader(ctx, host, f.bigBytes) })
+	}
+	sleep(ctx, time.Second)
 	for _, p := range e.proxies {
 		do := func(c *http.Client, kind string, req *http.Request) {
+			kind = p.name + "/" + kind
 			resp, err := c.Do(req)
 			if err != nil {
 				if ctx.Err() == nil {
@@ -431,20 +499,6 @@ func (e *nbEnv) hostile(ctx context.Context, f nbFlood, counts *hostileCounts) {
 		loop(f.names, func(c *http.Client) {
 			do(c, "names", nbRequest(ctx, p.base, nbHostileToken, nbID.Add(1), randomName(20<<10), `{}`, ""))
 		})
-		slow := func(kind string, n int, f func() string) {
-			for range n {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for ctx.Err() == nil {
-						counts.add(kind, f())
-					}
-				}()
-			}
-		}
-		host := strings.TrimPrefix(p.base, "http://")
-		slow("slow_body", f.slowBodies, func() string { return slowBody(ctx, host) })
-		slow("slow_reader", f.slowReaders, func() string { return slowReader(ctx, host, f.bigBytes) })
 	}
 	wg.Wait()
 }
@@ -463,8 +517,8 @@ func randomName(n int) string {
 }
 
 // rawRequest is a POST /mcp's head for a raw connection.
-func rawRequest(name string, length int) string {
-	return "POST /mcp HTTP/1.1\r\nHost: proxy\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n" +
+func rawRequest(host, name string, length int) string {
+	return "POST /mcp HTTP/1.1\r\nHost: " + host + "\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n" +
 		"MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: " + name + "\r\nAuthorization: Bearer " + nbHostileToken +
 		"\r\nConnection: close\r\nContent-Length: " + strconv.Itoa(length) + "\r\n\r\n"
 }
@@ -481,7 +535,7 @@ func slowBody(ctx context.Context, host string) string {
 	defer conn.Close()
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
-	if _, err := io.WriteString(conn, rawRequest("book", len(body))); err != nil {
+	if _, err := io.WriteString(conn, rawRequest(host, "book", len(body))); err != nil {
 		return "cut"
 	}
 	start := time.Now()
@@ -516,36 +570,41 @@ func isTimeout(err error) bool {
 
 // slowReader asks for a big result and reads it 512 bytes every 200 ms
 // through a small receive buffer, until the proxy gives up (or ctx ends).
-func slowReader(ctx context.Context, host string, size int) string {
+// It returns how that ended and the answer's first bytes.
+func slowReader(ctx context.Context, host string, size int) (string, string) {
 	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
 		return rc.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
 	}}
 	conn, err := d.DialContext(ctx, "tcp", host)
 	if err != nil {
 		sleep(ctx, 100*time.Millisecond)
-		return "dial_failed"
+		return "dial_failed", ""
 	}
 	defer conn.Close()
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
 	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"big","arguments":{"bytes":` + strconv.Itoa(size) +
 		`},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
-	if _, err := io.WriteString(conn, rawRequest("big", len(body))+body); err != nil {
-		return "cut"
+	if _, err := io.WriteString(conn, rawRequest(host, "big", len(body))+body); err != nil {
+		return "cut", ""
 	}
 	got := 0
+	var head []byte
 	buf := make([]byte, 512)
 	for {
 		n, err := conn.Read(buf)
 		got += n
+		if len(head) < 300 {
+			head = append(head, buf[:min(n, 300-len(head))]...)
+		}
 		if err == io.EOF && got > size {
-			return "read_all"
+			return "read_all", ""
 		}
 		if err != nil {
 			if ctx.Err() != nil {
-				return "stopped"
+				return "stopped", ""
 			}
-			return "cut"
+			return "cut_after_" + strconv.Itoa(got>>18<<8) + "KiB+", strings.ReplaceAll(string(head), "\r\n", " | ")
 		}
 		sleep(ctx, 200*time.Millisecond)
 	}
@@ -712,55 +771,97 @@ func envDuration(tb testing.TB, name string, def time.Duration) time.Duration {
 	return d
 }
 
-// BenchmarkHostileNeighbour: alice books through both proxies, first alone
-// (quiet), then while mallory floods them (hostile), in one run with the
-// same binaries; it reports her p50 and p99 per booking (two requests:
-// the call and the retry with her answer) in each phase, her bookings
-// completed and failed, and each proxy's peak goroutines, open files and
-// RSS while mallory floods, with the pools' gauges at their peak. Every
-// booking alice saw completed must have left exactly one effect upstream.
-// One iteration is the whole run (about 90 s); the machine's other jobs
-// share its cores:
+// BenchmarkHostileNeighbour: alice books through both proxies, alone
+// (quiet) and while mallory floods them (hostile), in one run with the
+// same binaries; the phases alternate (MRTR_BENCH_CYCLES times quiet then
+// hostile) so that the machine's drift falls on both alike. It reports
+// her p50 and p99 per booking (two requests: the call and the retry with
+// her answer) in each phase, her bookings completed and failed, and each
+// proxy's peak goroutines, open files and RSS in each phase (sampled
+// every 250 ms), with the pools' gauges at their peak. Every booking
+// alice saw completed must have left exactly one effect upstream, and
+// none of mallory's may have. One iteration is the whole run (about 80 s
+// after the builds); other jobs may share the machine's cores:
 //
 //	go test ./internal/proxy -run '^$' -bench BenchmarkHostileNeighbour -benchtime 1x -v
-//	MRTR_BENCH_QUIET=20s MRTR_BENCH_HOSTILE=40s go test ...   # the phases' lengths
+//	MRTR_BENCH_QUIET=8s MRTR_BENCH_HOSTILE=16s MRTR_BENCH_CYCLES=3 go test ...   # each phase's length, per cycle
+//	MRTR_NEIGHBOUR_BIN=/path/mrtr-wasm go test ...   # that build instead of this tree's
+//	MRTR_NEIGHBOUR_PAUSE=20ms go test ...   # mallory's pause between calls (5ms)
 func BenchmarkHostileNeighbour(b *testing.B) {
-	quiet := envDuration(b, "MRTR_BENCH_QUIET", 20*time.Second)
-	hostileFor := envDuration(b, "MRTR_BENCH_HOSTILE", 40*time.Second)
+	quiet := envDuration(b, "MRTR_BENCH_QUIET", 8*time.Second)
+	hostileFor := envDuration(b, "MRTR_BENCH_HOSTILE", 16*time.Second)
+	cycles, _ := strconv.Atoi(os.Getenv("MRTR_BENCH_CYCLES"))
+	if cycles <= 0 {
+		cycles = 3
+	}
+	fl := flood(b)
 	e := startNeighbour(b)
 	for _, p := range e.proxies {
 		b.Logf("%s proxy (pid %d) caps: %s", p.name, p.pid, p.caps)
 	}
+	b.Logf("mallory, per proxy: %+v", fl)
 	b.ResetTimer() // the builds and starts are not the run
 	for i := 0; i < b.N; i++ {
-		warm := e.honest(context.Background(), fmt.Sprintf("warm%d", i), 10)
-		ctx, cancel := context.WithTimeout(context.Background(), quiet)
-		stopQuiet := e.sampler(ctx, 250*time.Millisecond, nil)
-		q := e.honest(ctx, fmt.Sprintf("quiet%d", i), 0)
-		cancel()
-		quietSamples := stopQuiet()
-
-		ctx, cancel = context.WithTimeout(context.Background(), hostileFor)
-		stopHostile := e.sampler(ctx, 250*time.Millisecond, nil)
-		counts := newHostileCounts()
-		floodDone := make(chan struct{})
-		go func() { e.hostile(ctx, defaultFlood, counts); close(floodDone) }()
-		sleep(ctx, 2*time.Second) // let the flood fill the pools first
-		h := e.honest(ctx, fmt.Sprintf("hostile%d", i), 0)
-		cancel()
-		<-floodDone
-		hostileSamples := stopHostile()
-		b.Logf("mallory's requests (both proxies, %.0f/s, slow connections included): %s", float64(counts.total())/hostileFor.Seconds(), counts)
-		for _, p := range e.proxies {
-			qr, hr := q[p.name], h[p.name]
-			if hr.failed+qr.failed+warm[p.name].failed > 0 {
-				b.Errorf("%s: alice's bookings failed: quiet %d, hostile %d: %q %q", p.name, qr.failed, hr.failed, qr.errs, hr.errs)
+		runs := map[string][]*honestRun{}
+		keep := func(phase string, r map[string]*honestRun) {
+			for name, run := range r {
+				runs[name] = append(runs[name], run)
+				runs[name+"/"+phase] = append(runs[name+"/"+phase], run)
 			}
-			n := checkExactlyOnce(b, p, warm[p.name], qr, hr)
-			qp, hp := peak(quietSamples[p.name]), peak(hostileSamples[p.name])
-			b.Logf("%s: alice quiet: %d bookings p50 %.2f ms p99 %.2f ms; hostile: %d bookings p50 %.2f ms p99 %.2f ms (%.2fx); failed %d; %d bookings with exactly one effect each",
+		}
+		keep("warm", e.honest(context.Background(), fmt.Sprintf("warm%d", i), 10))
+		samples := map[string][]nbSample{}
+		counts := newHostileCounts()
+		cpu := map[string][]string{}
+		for c := range cycles {
+			ctx, cancel := context.WithTimeout(context.Background(), quiet)
+			stop := e.sampler(ctx, 250*time.Millisecond, nil)
+			c0 := e.cpu()
+			keep("quiet", e.honest(ctx, fmt.Sprintf("quiet%d.%d", i, c), 0))
+			cpu["quiet"] = append(cpu["quiet"], e.cpuSince(c0))
+			cancel()
+			for name, ss := range stop() {
+				samples[name+"/quiet"] = append(samples[name+"/quiet"], ss...)
+			}
+
+			ctx, cancel = context.WithTimeout(context.Background(), hostileFor)
+			stop = e.sampler(ctx, 250*time.Millisecond, nil)
+			floodDone := make(chan struct{})
+			go func() { e.hostile(ctx, fl, counts); close(floodDone) }()
+			sleep(ctx, 2*time.Second) // let the flood fill the pools first
+			c0 = e.cpu()
+			keep("hostile", e.honest(ctx, fmt.Sprintf("hostile%d.%d", i, c), 0))
+			cpu["hostile"] = append(cpu["hostile"], e.cpuSince(c0))
+			cancel()
+			<-floodDone
+			for name, ss := range stop() {
+				samples[name+"/hostile"] = append(samples[name+"/hostile"], ss...)
+			}
+		}
+		for _, phase := range []string{"quiet", "hostile"} {
+			b.Logf("%s CPU, by cycle: %s", phase, strings.Join(cpu[phase], "; "))
+		}
+		b.Logf("mallory's requests (both proxies, %.0f/s while she ran): %s", float64(counts.total())/(hostileFor.Seconds()*float64(cycles)), counts)
+		merge := func(rs []*honestRun) *honestRun {
+			m := &honestRun{}
+			for _, r := range rs {
+				m.lat = append(m.lat, r.lat...)
+				m.done = append(m.done, r.done...)
+				m.failed += r.failed
+				m.errs = append(m.errs, r.errs...)
+			}
+			return m
+		}
+		for _, p := range e.proxies {
+			all, qr, hr := merge(runs[p.name]), merge(runs[p.name+"/quiet"]), merge(runs[p.name+"/hostile"])
+			if all.failed > 0 {
+				b.Errorf("%s: %d of alice's bookings failed: %q", p.name, all.failed, all.errs)
+			}
+			n := checkExactlyOnce(b, p, all)
+			qp, hp := peak(samples[p.name+"/quiet"]), peak(samples[p.name+"/hostile"])
+			b.Logf("%s: alice quiet: %d bookings p50 %.2f ms p99 %.2f ms; hostile: %d bookings p50 %.2f ms p99 %.2f ms (p50 %.2fx); failed %d; %d bookings with exactly one effect each",
 				p.name, len(qr.lat), ms(pct(qr.lat, .5)), ms(pct(qr.lat, .99)), len(hr.lat), ms(pct(hr.lat, .5)), ms(pct(hr.lat, .99)),
-				ms(pct(hr.lat, .5))/ms(pct(qr.lat, .5)), qr.failed+hr.failed, n)
+				ms(pct(hr.lat, .5))/ms(pct(qr.lat, .5)), all.failed, n)
 			b.Logf("%s: peak quiet:   %s", p.name, qp)
 			b.Logf("%s: peak hostile: %s", p.name, hp)
 			m := p.name + "-"
@@ -769,7 +870,7 @@ func BenchmarkHostileNeighbour(b *testing.B) {
 			b.ReportMetric(ms(pct(hr.lat, .5)), m+"hostile-p50-ms")
 			b.ReportMetric(ms(pct(hr.lat, .99)), m+"hostile-p99-ms")
 			b.ReportMetric(float64(len(hr.lat)), m+"hostile-bookings")
-			b.ReportMetric(float64(hr.failed+qr.failed), m+"failed-bookings")
+			b.ReportMetric(float64(all.failed), m+"failed-bookings")
 			b.ReportMetric(hp.goroutines, m+"peak-goroutines")
 			b.ReportMetric(hp.fds, m+"peak-fds")
 			b.ReportMetric(hp.rssMiB, m+"peak-RSS-MiB")
@@ -793,6 +894,7 @@ func TestNeighbourSoak(t *testing.T) {
 	}
 	d := envDuration(t, "MRTR_SOAK", 0)
 	every := envDuration(t, "MRTR_SOAK_EVERY", 10*time.Second)
+	fl := flood(t)
 	e := startNeighbour(t)
 	for _, p := range e.proxies {
 		t.Logf("%s proxy (pid %d) caps: %s", p.name, p.pid, p.caps)
@@ -803,8 +905,10 @@ func TestNeighbourSoak(t *testing.T) {
 	stopSampling := e.sampler(ctx, every, t.Logf)
 	counts := newHostileCounts()
 	floodDone := make(chan struct{})
-	go func() { e.hostile(ctx, defaultFlood, counts); close(floodDone) }()
+	go func() { e.hostile(ctx, fl, counts); close(floodDone) }()
+	c0 := e.cpu()
 	h := e.honest(ctx, "soak", 0)
+	t.Logf("CPU: %s", e.cpuSince(c0))
 	cancel()
 	<-floodDone
 	samples := stopSampling()
