@@ -72,7 +72,9 @@ func newServer(effects *os.File) *mcp.Server {
 			res, err := r.Session.Elicit(ctx, &mcp.ElicitParams{Message: "Who is it for?",
 				RequestedSchema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`)})
 			if err != nil {
-				return nil, err
+				// A tool error, not a JSON-RPC one: the Go SDK would
+				// relabel the latter "method not found: tools/call".
+				return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "not booked: " + err.Error()}}}, nil
 			}
 			name, _ := res.Content["name"].(string)
 			if res.Action != "accept" || name == "" {
