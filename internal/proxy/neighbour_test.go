@@ -371,10 +371,24 @@ type nbFlood struct {
 
 var defaultFlood = nbFlood{rounds: 4, sessions: 2, names: 2, pause: 5 * time.Millisecond, slowBodies: 32, slowReaders: 16, bigBytes: 1 << 20}
 
-// flood is defaultFlood with MRTR_NEIGHBOUR_PAUSE's pause, if set.
+// flood is defaultFlood with MRTR_NEIGHBOUR_PAUSE's pause and
+// MRTR_NEIGHBOUR_FLOOD's sizes ("rounds=4,sessions=2,names=2,
+// slow_bodies=32,slow_readers=16,big=1048576"), where set.
 func flood(tb testing.TB) nbFlood {
 	f := defaultFlood
 	f.pause = envDuration(tb, "MRTR_NEIGHBOUR_PAUSE", f.pause)
+	sizes := map[string]*int{"rounds": &f.rounds, "sessions": &f.sessions, "names": &f.names,
+		"slow_bodies": &f.slowBodies, "slow_readers": &f.slowReaders, "big": &f.bigBytes}
+	if v := os.Getenv("MRTR_NEIGHBOUR_FLOOD"); v != "" {
+		for _, kv := range strings.Split(v, ",") {
+			k, n, _ := strings.Cut(kv, "=")
+			i, err := strconv.Atoi(n)
+			if sizes[k] == nil || err != nil || i < 0 {
+				tb.Fatalf("MRTR_NEIGHBOUR_FLOOD: %q is not one of rounds, sessions, names, slow_bodies, slow_readers, big = a count", kv)
+			}
+			*sizes[k] = i
+		}
+	}
 	return f
 }
 
@@ -787,6 +801,7 @@ func envDuration(tb testing.TB, name string, def time.Duration) time.Duration {
 //	MRTR_BENCH_QUIET=8s MRTR_BENCH_HOSTILE=16s MRTR_BENCH_CYCLES=3 go test ...   # each phase's length, per cycle
 //	MRTR_NEIGHBOUR_BIN=/path/mrtr-wasm go test ...   # that build instead of this tree's
 //	MRTR_NEIGHBOUR_PAUSE=20ms go test ...   # mallory's pause between calls (5ms)
+//	MRTR_NEIGHBOUR_FLOOD=rounds=0,slow_readers=64 go test ...   # her workers and connections, per proxy
 func BenchmarkHostileNeighbour(b *testing.B) {
 	quiet := envDuration(b, "MRTR_BENCH_QUIET", 8*time.Second)
 	hostileFor := envDuration(b, "MRTR_BENCH_HOSTILE", 16*time.Second)
