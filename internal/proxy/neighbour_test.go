@@ -130,6 +130,13 @@ func startNeighbour(tb testing.TB) *nbEnv {
 		go func() {
 			// The start line names the address; the rest is drained.
 			re := regexp.MustCompile(`"mcp":"http://([0-9.:]+)/mcp"`)
+			// MRTR_NEIGHBOUR_LOGS=DIR keeps each proxy's log there.
+			if d := os.Getenv("MRTR_NEIGHBOUR_LOGS"); d != "" {
+				if f, err := os.Create(filepath.Join(d, name+"-proxy.log")); err == nil {
+					defer f.Close()
+					logs = io.TeeReader(logs, f)
+				}
+			}
 			sc := bufio.NewScanner(logs)
 			sc.Buffer(make([]byte, 64<<10), 1<<20)
 			found := false
@@ -802,6 +809,7 @@ func envDuration(tb testing.TB, name string, def time.Duration) time.Duration {
 //	MRTR_NEIGHBOUR_BIN=/path/mrtr-wasm go test ...   # that build instead of this tree's
 //	MRTR_NEIGHBOUR_PAUSE=20ms go test ...   # mallory's pause between calls (5ms)
 //	MRTR_NEIGHBOUR_FLOOD=rounds=0,slow_readers=64 go test ...   # her workers and connections, per proxy
+//	MRTR_NEIGHBOUR_LOGS=/tmp/logs go test ...   # keep the proxies' logs
 func BenchmarkHostileNeighbour(b *testing.B) {
 	quiet := envDuration(b, "MRTR_BENCH_QUIET", 8*time.Second)
 	hostileFor := envDuration(b, "MRTR_BENCH_HOSTILE", 16*time.Second)
