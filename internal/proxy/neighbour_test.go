@@ -731,6 +731,24 @@ func peak(samples []nbSample) nbSample {
 	return m
 }
 
+// The ceiling each proxy stays under while one principal floods it with
+// defaultFlood, at the pools' default caps (nbCaps): her 16 open calls
+// (about 3 goroutines and an upstream connection each), her 16 legacy
+// sessions, and 48 slow connections, each a goroutine and a file.
+const (
+	ceilGoroutines = 400
+	ceilFiles      = 256
+	ceilRSSMiB     = 384
+)
+
+// checkCeiling fails tb when a proxy's peak passed the ceiling.
+func checkCeiling(tb testing.TB, name string, pk nbSample) {
+	tb.Helper()
+	if pk.goroutines > ceilGoroutines || pk.fds > ceilFiles || pk.rssMiB > ceilRSSMiB {
+		tb.Errorf("%s: peak %s; the ceiling is %d goroutines, %d open files, %d MiB", name, pk, ceilGoroutines, ceilFiles, ceilRSSMiB)
+	}
+}
+
 // effects counts the upstream's effect lines by booking id.
 func (p *nbProxy) effectsByID(tb testing.TB) map[string]int {
 	b, err := os.ReadFile(p.effects)
@@ -801,7 +819,8 @@ func envDuration(tb testing.TB, name string, def time.Duration) time.Duration {
 // proxy's peak goroutines, open files and RSS in each phase (sampled
 // every 250 ms), with the pools' gauges at their peak. Every booking
 // alice saw completed must have left exactly one effect upstream, and
-// none of mallory's may have. One iteration is the whole run (about 80 s
+// none of mallory's may have; with the default flood the peaks must stay
+// under the ceiling (ceilGoroutines...). One iteration is the whole run (about 80 s
 // after the builds); other jobs may share the machine's cores:
 //
 //	go test ./internal/proxy -run '^$' -bench BenchmarkHostileNeighbour -benchtime 1x -v
@@ -885,6 +904,9 @@ func BenchmarkHostileNeighbour(b *testing.B) {
 			b.Logf("%s: alice quiet: %d bookings p50 %.2f ms p99 %.2f ms; hostile: %d bookings p50 %.2f ms p99 %.2f ms (p50 %.2fx); failed %d; %d bookings with exactly one effect each",
 				p.name, len(qr.lat), ms(pct(qr.lat, .5)), ms(pct(qr.lat, .99)), len(hr.lat), ms(pct(hr.lat, .5)), ms(pct(hr.lat, .99)),
 				ms(pct(hr.lat, .5))/ms(pct(qr.lat, .5)), all.failed, n)
+			if fl == defaultFlood {
+				checkCeiling(b, p.name, hp)
+			}
 			b.Logf("%s: peak quiet:   %s", p.name, qp)
 			b.Logf("%s: peak hostile: %s", p.name, hp)
 			m := p.name + "-"
@@ -908,8 +930,9 @@ func BenchmarkHostileNeighbour(b *testing.B) {
 // the run, at most a minute) they must stay flat: the highest sample of
 // the second half at most 25% above the first half's highest, plus 50
 // goroutines, 25 files and 16 MiB (a round's or slow connection's
-// coming and going). Nothing is lost: every booking alice starts
-// completes, and each leaves exactly one effect upstream.
+// coming and going), and under the ceiling (ceilGoroutines...). Nothing
+// is lost: every booking alice starts completes, and each leaves exactly
+// one effect upstream.
 func TestNeighbourSoak(t *testing.T) {
 	v := os.Getenv("MRTR_SOAK")
 	if v == "" {
@@ -960,6 +983,9 @@ func TestNeighbourSoak(t *testing.T) {
 		t.Logf("%s: first %s", p.name, ss[0])
 		t.Logf("%s: last  %s", p.name, ss[len(ss)-1])
 		t.Logf("%s: peak  %s", p.name, peak(ss))
+		if fl == defaultFlood {
+			checkCeiling(t, p.name, peak(ss))
+		}
 		for _, c := range []struct {
 			what          string
 			first, second float64
