@@ -47,6 +47,8 @@ go test -race -count=1 ./host -run '^Test(API|Pool|Key|ParseKeys|GenerateKey|Sch
 go test -race -count=1 ./ledger
 echo "== go test -race (the proxy, its upstreams, serve and the CLI: supervision, streams, replays, shared ledgers)"
 go test -race -count=1 ./internal/upstream ./internal/mcphttp ./internal/server ./internal/proxy ./cmd/mrtr-wasm
+echo "== a hostile neighbour, 2 minutes: one principal floods both proxies (2025-era HTTP and stdio), another books; flat, exactly once"
+MRTR_SOAK=2m go test -count=1 ./internal/proxy -run '^TestNeighbourSoak$'
 
 echo "== fuzz smoke (the seed corpora also run in go test)"
 # A failing input is saved under guest/core/testdata/fuzz and fails the

@@ -14,7 +14,6 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -24,6 +23,8 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/mrtr-wasm/mrtr-wasm/internal/testenv"
 )
 
 // BenchmarkProxy measures, side by side in one run, what `mrtr-wasm proxy`
@@ -484,43 +485,17 @@ func selfCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// procCPU is a process's CPU time (user and system, all its threads) from
-// /proc/PID/stat, in clock ticks of 10 ms (Linux); 0 for pid 0.
+// procCPU is a process's CPU time (user and system, all its threads);
+// 0 for pid 0.
 func procCPU(pid int) time.Duration {
 	if pid == 0 {
 		return 0
 	}
-	s, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	i := bytes.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(string(s[i+1:])) // f[0] is field 3 (state); utime is field 14, stime 15
-	if len(f) < 13 {
-		return 0
-	}
-	ut, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(ut+st) * 10 * time.Millisecond
+	return testenv.CPU(pid)
 }
 
 // rss is a process's resident set in bytes (Linux).
-func rss(b *testing.B, pid int) int64 {
-	s, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(s), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
-}
+func rss(b *testing.B, pid int) int64 { return testenv.RSS(pid) }
 
 // guardSeconds reads the proxy's mrtr_guard_seconds: sum and count by op.
 func guardSeconds(b *testing.B, base string) map[string][2]float64 {

@@ -48,7 +48,11 @@ type PerPrincipal struct {
 	probe    *Stdio // the first child: identity and era
 	closed   bool
 	starting int // children being started, counted against max
-	stop     chan struct{}
+	// opening is closed when the start of that principal's child ends:
+	// the principal's other first calls wait for it rather than start
+	// children of their own, which would count against max for everyone.
+	opening map[string]chan struct{}
+	stop    chan struct{}
 }
 
 type principalChild struct {
@@ -106,7 +110,7 @@ func NewPerPrincipal(ctx context.Context, cfg StdioConfig, max int, idle time.Du
 		return nil, err
 	}
 	p := &PerPrincipal{cfg: cfg, max: max, idle: idle, hold: hold, probe: first,
-		children: map[string]*principalChild{"": {s: first, last: time.Now()}}, stop: make(chan struct{})}
+		children: map[string]*principalChild{"": {s: first, last: time.Now()}}, opening: map[string]chan struct{}{}, stop: make(chan struct{})}
 	go p.reap()
 	return p, nil
 }
@@ -143,14 +147,27 @@ func (p *PerPrincipal) get(ctx context.Context, principal string) (*Stdio, *prin
 		principal = ""
 	}
 	p.mu.Lock()
-	if p.closed {
+	for {
+		if p.closed {
+			p.mu.Unlock()
+			return nil, nil, nil, Errorf(CodeClosed, "the upstream is closed", nil)
+		}
+		if c, ok := p.children[principal]; ok {
+			c.inflight++
+			p.mu.Unlock()
+			return c.s, c, p.releaser(c), nil
+		}
+		opening, ok := p.opening[principal]
+		if !ok {
+			break
+		}
 		p.mu.Unlock()
-		return nil, nil, nil, Errorf(CodeClosed, "the upstream is closed", nil)
-	}
-	if c, ok := p.children[principal]; ok {
-		c.inflight++
-		p.mu.Unlock()
-		return c.s, c, p.releaser(c), nil
+		select {
+		case <-opening:
+		case <-ctx.Done():
+			return nil, nil, nil, transportError(ctx, ctx.Err())
+		}
+		p.mu.Lock()
 	}
 	var evict *Stdio
 	var evictErr *Error
@@ -197,7 +214,15 @@ func (p *PerPrincipal) get(ctx context.Context, principal string) (*Stdio, *prin
 		evict = lru.s
 	}
 	p.starting++
+	opening := make(chan struct{})
+	p.opening[principal] = opening
 	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		delete(p.opening, principal)
+		p.mu.Unlock()
+		close(opening)
+	}()
 	if evict != nil {
 		if evictErr != nil {
 			_ = evict.closeWith(evictErr)
