@@ -25,6 +25,7 @@ import (
 	"github.com/mrtr-wasm/mrtr-wasm/internal/crm"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/identity"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/mcphttp"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/observe"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/ops"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/server"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/telemetry"
@@ -278,7 +279,7 @@ func runServer(ctx context.Context, o *serveOptions, stdin io.Reader, stdout, st
 	engine, base := guardOptions(o, keys, led)
 	base = append(base, host.WithCompilationCache(o.cacheDir))
 	base = append(base, testGuardOptions...)
-	guard, err := host.New(ctx, append(base, host.WithPolicy(server.TracePolicy(pol, tel)))...)
+	guard, err := host.New(ctx, append(base, host.WithPolicy(observe.TracePolicy(pol, tel)))...)
 	if err != nil {
 		return err
 	}
@@ -308,7 +309,7 @@ func runServer(ctx context.Context, o *serveOptions, stdin io.Reader, stdout, st
 		return err
 	}
 	defer closeAudit()
-	var audited server.Guard = guard
+	var audited observe.Guard = guard
 	if al != nil {
 		audited = audit.Wrap(guard, al, func(err error) { log.Error("audit record not written", "error", err.Error()) })
 	}
@@ -327,8 +328,8 @@ func runServer(ctx context.Context, o *serveOptions, stdin io.Reader, stdout, st
 			return err
 		}
 		defer fg.Close(context.Background())
-		cfg.Fixtures = func(s *mcp.Server, wrap func(mcp.ToolHandler) mcp.ToolHandler, m *server.Metrics, log *slog.Logger) {
-			conformance.Register(s, wrap, server.TraceGuard(fg, tel), m, log)
+		cfg.Fixtures = func(s *mcp.Server, wrap func(mcp.ToolHandler) mcp.ToolHandler, m *observe.Metrics, log *slog.Logger) {
+			conformance.Register(s, wrap, observe.TraceGuard(fg, tel), m, log)
 		}
 		cfg.Options = func(o *mcp.ServerOptions) { o.CompletionHandler = conformance.Complete }
 		cfg.SSE = true

@@ -16,8 +16,8 @@ import (
 	"github.com/mrtr-wasm/mrtr-wasm/internal/audit"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/identity"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/mcphttp"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/observe"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/rawjson"
-	"github.com/mrtr-wasm/mrtr-wasm/internal/server"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/telemetry"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/upstream"
 )
@@ -201,10 +201,10 @@ func (p *Proxy) ask(ctx context.Context, m *mcphttp.Message, body []byte, princi
 // that refuses it.
 func (p *Proxy) sealRound(ctx context.Context, m *mcphttp.Message, body []byte, principal string, resp []byte, after *host.UpstreamOutcome) (*host.UpstreamRound, []byte) {
 	t := time.Now()
-	sctx, span := server.StartGuardStep(ctx, p.cfg.Telemetry, "guard ask")
+	sctx, span := observe.StartGuardStep(ctx, p.cfg.Telemetry, "guard ask")
 	round, err := p.cfg.Guard.UpstreamAsk(sctx, p.upstreamCall(ctx, m, body, principal), resp, after)
-	server.RecordPolicyVerdict(sctx, span, err)
-	endStep(span, err)
+	observe.RecordPolicyVerdict(sctx, span, err)
+	observe.EndStep(span, err)
 	p.metrics.GuardTime.WithLabelValues("ask").Observe(time.Since(t).Seconds())
 	if err != nil {
 		p.audit(audit.Refusal(p.auditRecord("form.refused", m, body, principal), err))
@@ -276,13 +276,13 @@ func (p *Proxy) refusedAsk(m *mcphttp.Message, err error) []byte {
 // or the round is forwarded once with the upstream's state put back.
 func (p *Proxy) resume(ctx context.Context, m *mcphttp.Message, body []byte, h http.Header, principal string, s Sink) {
 	t := time.Now()
-	sctx, span := server.StartGuardStep(ctx, p.cfg.Telemetry, "guard resume")
+	sctx, span := observe.StartGuardStep(ctx, p.cfg.Telemetry, "guard resume")
 	out, err := p.cfg.Guard.UpstreamResume(sctx, p.upstreamCall(ctx, m, body, principal))
 	if out != nil {
 		span.SetString("mrtr.outcome", string(out.Status))
 	}
-	server.RecordPolicyVerdict(sctx, span, err)
-	endStep(span, err)
+	observe.RecordPolicyVerdict(sctx, span, err)
+	observe.EndStep(span, err)
 	p.metrics.GuardTime.WithLabelValues("resume").Observe(time.Since(t).Seconds())
 	ar := p.auditRecord("form.answered", m, body, principal)
 	if err != nil {
@@ -363,7 +363,7 @@ func (p *Proxy) resume(ctx context.Context, m *mcphttp.Message, body []byte, h h
 	if err == nil && replay {
 		ospan.SetString("mrtr.once", "replay")
 	}
-	endStep(ospan, err)
+	observe.EndStep(ospan, err)
 	p.auditForward(m, principal, out, replay, err)
 	switch {
 	case err == nil && replay:
@@ -394,18 +394,6 @@ func (p *Proxy) resume(ctx context.Context, m *mcphttp.Message, body []byte, h h
 		}
 		s.Final(rpcError(m.ID, &jsonrpc.Error{Code: int64(e.JSONRPCCode()), Message: e.Message, Data: e.Data}))
 	}
-}
-
-// endStep ends a guard step's span with the error's stable code.
-func endStep(s telemetry.Span, err error) {
-	if e, ok := host.AsError(err); ok {
-		s.Fail(e.Code)
-		err = nil
-	} else if e, ok := upstream.AsError(err); ok {
-		s.Fail(e.Code)
-		err = nil
-	}
-	s.End(err)
 }
 
 // metaString reads a string from the request's _meta.

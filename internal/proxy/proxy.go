@@ -24,8 +24,8 @@ import (
 	"github.com/mrtr-wasm/mrtr-wasm/internal/identity"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/legacy"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/mcphttp"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/observe"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/ops"
-	"github.com/mrtr-wasm/mrtr-wasm/internal/server"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/telemetry"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/upstream"
 )
@@ -38,7 +38,7 @@ type Config struct {
 	// Upstream is the server behind the proxy.
 	Upstream upstream.Upstream
 	// Auth checks who calls (--auth-tokens or OAuth access tokens); nil:
-	// every caller is server.Anonymous.
+	// every caller is identity.Anonymous.
 	Auth *identity.Authenticator
 	// PassToken sends the client's own bearer token upstream (off by
 	// default: the upstream never sees it).
@@ -96,7 +96,7 @@ type Proxy struct {
 	cfg      Config
 	streams  mcphttp.Streams
 	log      *slog.Logger
-	metrics  *server.Metrics
+	metrics  *observe.Metrics
 	up       *upMetrics
 	tools    *scopedCache[toolList]
 	upID     string
@@ -135,7 +135,7 @@ func New(cfg Config) (*Proxy, error) {
 	if cfg.ToolsMinTTL == 0 {
 		cfg.ToolsMinTTL = time.Second
 	}
-	p := &Proxy{cfg: cfg, log: cfg.Logger, metrics: server.NewMetrics(cfg.Registry), upID: cfg.Upstream.ID()}
+	p := &Proxy{cfg: cfg, log: cfg.Logger, metrics: observe.NewMetrics(cfg.Registry), upID: cfg.Upstream.ID()}
 	p.ops = ops.New(append([]ops.Check{{Name: "upstream", Probe: p.upstreamReady}}, cfg.Ready...)...)
 	p.cfg.Upstream = upstream.Traced(cfg.Upstream, cfg.Telemetry)
 	p.up = &upMetrics{
@@ -179,7 +179,7 @@ func New(cfg Config) (*Proxy, error) {
 	// One sessions handler, however many handlers are built: the
 	// sessions and their count live there.
 	p.sessions = &legacy.Sessions{Server: p.legacy.srv, Max: p.cfg.MaxSessions, PerPrincipal: p.cfg.MaxSessionsPerPrincipal,
-		Principal: server.RequestPrincipal, Refused: p.metrics.LegacySessionsRefused.Inc,
+		Principal: identity.RequestPrincipal, Refused: p.metrics.LegacySessionsRefused.Inc,
 		Handler: mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return p.legacy.srv }, &mcp.StreamableHTTPOptions{
 			SessionTimeout: p.cfg.SessionIdle, MaxRequestBodyBytes: mcphttp.MaxBody,
 		})}
@@ -188,7 +188,7 @@ func New(cfg Config) (*Proxy, error) {
 }
 
 // Metrics returns the shared guard metrics.
-func (p *Proxy) Metrics() *server.Metrics { return p.metrics }
+func (p *Proxy) Metrics() *observe.Metrics { return p.metrics }
 
 // Lifecycle is the proxy's readiness and drain (Drain on SIGTERM).
 func (p *Proxy) Lifecycle() *ops.Lifecycle { return p.ops }
@@ -282,7 +282,7 @@ func (p *Proxy) serveMCP(w http.ResponseWriter, r *http.Request) {
 		mcphttp.WriteRPCError(w, http.StatusBadRequest, id, jerr)
 		return
 	}
-	principal := server.RequestPrincipal(r)
+	principal := identity.RequestPrincipal(r)
 	h := p.upstreamHeaders(r.Header, principal)
 	var params []mcphttp.ParamHeader
 	if m.Method == "tools/call" {

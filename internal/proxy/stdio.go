@@ -10,13 +10,13 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
+	"github.com/mrtr-wasm/mrtr-wasm/internal/identity"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/mcphttp"
-	"github.com/mrtr-wasm/mrtr-wasm/internal/server"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/upstream"
 )
 
 // ServeStdio serves a local client on newline-delimited JSON-RPC over in
-// and out until in ends or ctx does. The caller is server.Anonymous (the
+// and out until in ends or ctx does. The caller is identity.Anonymous (the
 // user who started the process); requests are served concurrently.
 func (p *Proxy) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
 	var mu sync.Mutex
@@ -48,7 +48,7 @@ func (p *Proxy) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) err
 					return werr
 				}
 			case !m.IsCall():
-				if serr := p.cfg.Upstream.Send(upstream.WithPrincipal(ctx, server.Anonymous), line, nil); serr != nil {
+				if serr := p.cfg.Upstream.Send(upstream.WithPrincipal(ctx, identity.Anonymous), line, nil); serr != nil {
 					p.log.Warn("upstream did not take a notification", "method", m.Method, "error", errText(serr))
 				}
 			default:
@@ -59,7 +59,7 @@ func (p *Proxy) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) err
 				wg.Add(1)
 				go func(m *mcphttp.Message, body []byte) {
 					defer wg.Done()
-					p.Handle(withWire(ctx, wire{protocolVersion: mcphttp.ProtocolVersion, transport: "pipe"}), m, body, h, server.Anonymous, p.conforming(m, &lineSink{write: write}))
+					p.Handle(withWire(ctx, wire{protocolVersion: mcphttp.ProtocolVersion, transport: "pipe"}), m, body, h, identity.Anonymous, p.conforming(m, &lineSink{write: write}))
 				}(m, line)
 			}
 		}

@@ -27,10 +27,10 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mrtr-wasm/mrtr-wasm/internal/identity"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/mcphttp"
 )
 
@@ -103,7 +103,7 @@ func CheckRequests(next http.Handler, streams *mcphttp.Streams) http.Handler {
 				defer fileHTTP(r.Header, rc)()
 			}
 			if msg.method == "subscriptions/listen" && isCall && streams != nil {
-				release, ok := streams.Acquire(RequestPrincipal(r))
+				release, ok := streams.Acquire(identity.RequestPrincipal(r))
 				if !ok {
 					mcphttp.WriteBusy(w, msg.id)
 					return
@@ -114,14 +114,6 @@ func CheckRequests(next http.Handler, streams *mcphttp.Streams) http.Handler {
 		// Anything else (batches, bad JSON) is the SDK's to refuse.
 		next.ServeHTTP(w, r)
 	})
-}
-
-// RequestPrincipal is the authenticated principal of r, or Anonymous.
-func RequestPrincipal(r *http.Request) string {
-	if ti := auth.TokenInfoFromContext(r.Context()); ti != nil && ti.UserID != "" {
-		return ti.UserID
-	}
-	return Anonymous
 }
 
 // CheckStdio wraps a transport (stdio) with the _meta check: a request
