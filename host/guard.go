@@ -55,6 +55,13 @@ func WithKeys(k *Keyring) Option { return func(c *config) { c.keys = k } }
 // not open here even under the same keys. Default "mrtr-wasm".
 func WithAudience(name string) Option { return func(c *config) { c.audience = name } }
 
+// Defaults and bounds of WithTTL and WithMaxRounds.
+const (
+	DefaultTTL       = core.DefaultTTLSeconds * time.Second
+	DefaultMaxRounds = core.DefaultMaxRounds
+	MaxRoundsLimit   = core.MaxRoundsLimit
+)
+
 // WithTTL sets how long a requestState stays valid (default 5 minutes).
 func WithTTL(d time.Duration) Option { return func(c *config) { c.ttl = d } }
 
@@ -145,8 +152,8 @@ type slot struct {
 func New(ctx context.Context, opts ...Option) (*Guard, error) {
 	cfg := config{
 		audience:    "mrtr-wasm",
-		ttl:         core.DefaultTTLSeconds * time.Second,
-		maxRounds:   core.DefaultMaxRounds,
+		ttl:         DefaultTTL,
+		maxRounds:   DefaultMaxRounds,
 		maxState:    core.DefaultMaxState,
 		poolSize:    runtime.GOMAXPROCS(0),
 		now:         time.Now,

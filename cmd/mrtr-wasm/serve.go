@@ -18,7 +18,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mrtr-wasm/mrtr-wasm/guest/core"
 	"github.com/mrtr-wasm/mrtr-wasm/host"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/audit"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/conformance"
@@ -65,8 +64,8 @@ func (o *serveOptions) checkBounds() error {
 	if o.shutdown < 0 {
 		errs = append(errs, fmt.Errorf("--shutdown-timeout must not be negative (got %s)", o.shutdown))
 	}
-	if o.maxRounds < 1 || o.maxRounds > core.MaxRoundsLimit {
-		errs = append(errs, fmt.Errorf("--max-rounds must be between 1 and %d (got %d)", core.MaxRoundsLimit, o.maxRounds))
+	if o.maxRounds < 1 || o.maxRounds > host.MaxRoundsLimit {
+		errs = append(errs, fmt.Errorf("--max-rounds must be between 1 and %d (got %d)", host.MaxRoundsLimit, o.maxRounds))
 	}
 	if o.maxSessions <= 0 {
 		errs = append(errs, fmt.Errorf("--max-sessions must be positive (got %d)", o.maxSessions))
@@ -86,8 +85,8 @@ func addSharedFlags(fs *flag.FlagSet, o *serveOptions) {
 	fs.StringVar(&o.policyDir, "policy", "", "policy directory (.rego files and data/); default: the shipped policies")
 	fs.StringVar(&o.policyData, "policy-data", "", "data file name in the policy's data/ (default: demo for serve, proxy for proxy)")
 	fs.StringVar(&o.ledger, "ledger", "memory:", "replay ledger: memory:, sqlite:/path/ledger.db or redis://host:6379/0")
-	fs.DurationVar(&o.stateTTL, "state-ttl", 5*time.Minute, "how long a requestState stays valid (the policy may narrow it)")
-	fs.IntVar(&o.maxRounds, "max-rounds", core.DefaultMaxRounds, "most input rounds one request may take (the policy may narrow it per tool; the replay ledger keeps a finished request for this many --state-ttl)")
+	fs.DurationVar(&o.stateTTL, "state-ttl", host.DefaultTTL, "how long a requestState stays valid (the policy may narrow it)")
+	fs.IntVar(&o.maxRounds, "max-rounds", host.DefaultMaxRounds, "most input rounds one request may take (the policy may narrow it per tool; the replay ledger keeps a finished request for this many --state-ttl)")
 	fs.StringVar(&o.engine, "engine", "wasm", "guard engine: wasm (guard.wasm through wazero) or native")
 	fs.StringVar(&o.logFormat, "log-format", "json", "log format: json or text (logs go to stderr)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
