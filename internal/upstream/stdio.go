@@ -24,6 +24,7 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/mrtr-wasm/mrtr-wasm/internal/mcphttp"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/telemetry"
 )
 
@@ -93,9 +94,6 @@ type StdioConfig struct {
 	// busy. Default DefaultRoundHold.
 	RoundHold time.Duration
 }
-
-// ProtocolVersion is the MCP revision the proxy speaks to a child first.
-const ProtocolVersion = "2026-07-28"
 
 // legacyVersion is what a child that does not know server/discover is
 // offered in initialize.
@@ -532,7 +530,7 @@ func (c *child) stop(grace time.Duration) {
 // legacy initialize.
 func (s *Stdio) handshake(ctx context.Context, c *child) error {
 	info, _ := json.Marshal(map[string]string{"name": "mrtr-wasm-proxy", "version": s.cfg.Version})
-	disc := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":0,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":%q,"io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":%s}}}`, ProtocolVersion, info)
+	disc := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":0,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":%q,"io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":%s}}}`, mcphttp.ProtocolVersion, info)
 	res, err := c.roundTrip(ctx, disc, "")
 	if err != nil {
 		return s.startError(ctx, c, "server/discover", err)
