@@ -23,10 +23,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mrtr-wasm/mrtr-wasm/internal/legacy"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/mcphttp"
 )
-
-// LegacyProtocolVersions are the earlier revisions served on sessions.
-var LegacyProtocolVersions = legacy.ProtocolVersions
 
 // Defaults for legacy sessions.
 const (
@@ -87,9 +85,9 @@ func (s *Server) RunStdio(ctx context.Context, in io.Reader, out io.WriteCloser)
 	for {
 		chunk, err := br.ReadSlice('\n')
 		first = append(first, chunk...)
-		if len(first) > MaxBody {
+		if len(first) > mcphttp.MaxBody {
 			// As an HTTP body would be: a line without end is not buffered.
-			return fmt.Errorf("stdio: the first message is over %d bytes", MaxBody)
+			return fmt.Errorf("stdio: the first message is over %d bytes", mcphttp.MaxBody)
 		}
 		if errors.Is(err, bufio.ErrBufferFull) {
 			continue
@@ -108,7 +106,7 @@ func (s *Server) RunStdio(ctx context.Context, in io.Reader, out io.WriteCloser)
 	}
 	_ = json.Unmarshal(first, &p)
 	t := &mcp.IOTransport{Reader: rest, Writer: out}
-	if p.Method == "initialize" && p.Params.ProtocolVersion < ProtocolVersion {
+	if p.Method == "initialize" && p.Params.ProtocolVersion < mcphttp.ProtocolVersion {
 		return s.legacy.Run(ctx, t)
 	}
 	return s.mcp.Run(ctx, CheckStdio(t))

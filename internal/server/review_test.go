@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mrtr-wasm/mrtr-wasm/internal/mcphttp"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/server"
 )
 
@@ -27,11 +28,11 @@ func TestRunStdioFirstLineBounded(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	in := strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"x":"` + strings.Repeat("a", server.MaxBody) + `"}}`)
+	in := strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"x":"` + strings.Repeat("a", mcphttp.MaxBody) + `"}}`)
 	var out bytes.Buffer
 	err = s.RunStdio(ctx, in, nopCloser{&out})
 	if err == nil || !strings.Contains(err.Error(), "over") {
-		t.Fatalf("a first line over %d bytes: %v", server.MaxBody, err)
+		t.Fatalf("a first line over %d bytes: %v", mcphttp.MaxBody, err)
 	}
 }
 

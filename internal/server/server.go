@@ -24,12 +24,6 @@ import (
 	"github.com/mrtr-wasm/mrtr-wasm/internal/telemetry"
 )
 
-// ProtocolVersion is the only MCP revision this server speaks.
-const ProtocolVersion = mcphttp.ProtocolVersion
-
-// MaxBody bounds every request body on /mcp.
-const MaxBody = mcphttp.MaxBody
-
 // Config is everything a Server needs.
 type Config struct {
 	// Guard guards the demo tools (with the deployment's policy and ledger).
@@ -121,7 +115,7 @@ func New(cfg Config) (*Server, error) {
 	const instructions = "A demo CRM. book_demo_call books a demo call (it asks for a name, a work email and a slot); list_bookings lists your bookings; cancel_booking cancels one after you confirm; connect_calendar connects an outside calendar through a page of this server."
 	opts := &mcp.ServerOptions{
 		Instructions:              instructions,
-		SupportedProtocolVersions: []string{ProtocolVersion},
+		SupportedProtocolVersions: []string{mcphttp.ProtocolVersion},
 		Logger:                    sdkLogger(cfg.Logger),
 	}
 	if cfg.Options != nil {
@@ -130,7 +124,7 @@ func New(cfg Config) (*Server, error) {
 	s.mcp = mcp.NewServer(impl, opts)
 	lopts := &mcp.ServerOptions{
 		Instructions:              instructions,
-		SupportedProtocolVersions: LegacyProtocolVersions,
+		SupportedProtocolVersions: legacy.ProtocolVersions,
 		Logger:                    sdkLogger(cfg.Logger),
 	}
 	if cfg.Options != nil {
@@ -180,16 +174,16 @@ func (s *Server) handler(withMCP bool) http.Handler {
 	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
 		Stateless:           true,
 		JSONResponse:        !s.cfg.SSE,
-		MaxRequestBodyBytes: MaxBody,
+		MaxRequestBodyBytes: mcphttp.MaxBody,
 		Logger:              sdkLogger(s.log),
 	})
 	sessions := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.legacy }, &mcp.StreamableHTTPOptions{
 		SessionTimeout:      s.cfg.SessionIdle,
-		MaxRequestBodyBytes: MaxBody,
+		MaxRequestBodyBytes: mcphttp.MaxBody,
 		Logger:              sdkLogger(s.log),
 	})
 	var mcpHandler http.Handler = legacy.Router(CheckRequests(sdk, &s.streams), &legacy.Sessions{Handler: sessions, Server: s.legacy, Max: s.cfg.MaxSessions, Principal: identity.RequestPrincipal,
-		Refused: s.metrics.LegacySessionsRefused.Inc}, MaxBody)
+		Refused: s.metrics.LegacySessionsRefused.Inc}, mcphttp.MaxBody)
 	mux := http.NewServeMux()
 	if a := s.cfg.Auth; a != nil {
 		mcpHandler = a.Middleware(mcpHandler)
