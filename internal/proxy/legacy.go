@@ -296,7 +296,7 @@ func (p *Proxy) forwardLegacy(ctx context.Context, ss *mcp.ServerSession, extra 
 	}
 	h := fetchHeaders(in, method)
 	if target != "" {
-		h.Set("Mcp-Name", encodeHeader(target))
+		h.Set("Mcp-Name", mcphttp.EncodeHeader(target))
 	}
 	if method == "tools/call" {
 		// The Mcp-Param-* headers a 2026-07-28 client sends (an upstream

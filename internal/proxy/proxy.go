@@ -334,7 +334,7 @@ func (c *conformingSink) Final(raw []byte) {
 	if err != nil {
 		c.p.up.refused.WithLabelValues("invalid_result").Inc()
 		c.p.log.Warn("the upstream's result is not valid MCP 2026-07-28; the client gets an error", "method", c.m.Method, "error", err.Error())
-		out = rpcError(c.m.ID, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+		out = mcphttp.ErrorResponse(c.m.ID, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
 			Message: "the upstream server answered " + c.m.Method + " with a result that is not valid MCP 2026-07-28 (" + err.Error() + "); the proxy does not relay it"})
 	}
 	c.Sink.Final(out)
@@ -348,7 +348,7 @@ func (p *Proxy) upstreamHeaders(in http.Header, principal string) http.Header {
 	for k, v := range in {
 		switch {
 		case k == "Mcp-Method" || k == "Mcp-Name":
-			h[k] = []string{encodeHeader(v[0])}
+			h[k] = []string{mcphttp.EncodeHeader(v[0])}
 		case k == "Mcp-Protocol-Version" || k == "Traceparent" || k == "Tracestate" || strings.HasPrefix(k, "Mcp-Param-"):
 			h[k] = v
 		}
@@ -359,7 +359,7 @@ func (p *Proxy) upstreamHeaders(in http.Header, principal string) http.Header {
 		}
 	}
 	if p.cfg.ForwardPrincipal != "" {
-		h.Set(p.cfg.ForwardPrincipal, encodeHeader(principal))
+		h.Set(p.cfg.ForwardPrincipal, mcphttp.EncodeHeader(principal))
 	}
 	return h
 }
@@ -385,10 +385,6 @@ func declaredParamsOnly(h http.Header, params []mcphttp.ParamHeader) {
 		}
 	}
 }
-
-// encodeHeader puts a value that is not printable ASCII, or that HTTP
-// would trim, in the =?base64?…?= form (Check decoded it).
-func encodeHeader(v string) string { return mcphttp.EncodeHeader(v) }
 
 // Sink receives what goes back to the client for one request: messages
 // that arrive before the response (notifications), then the response.
@@ -550,7 +546,7 @@ func (s *httpSink) finish() {
 	done := s.done
 	s.mu.Unlock()
 	if !done {
-		s.Final(rpcError(nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}))
+		s.Final(mcphttp.ErrorResponse(nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}))
 	}
 }
 
@@ -567,9 +563,6 @@ func writeEvent(w io.Writer, raw []byte) error {
 	_, err := w.Write(b.Bytes())
 	return err
 }
-
-// rpcError is a JSON-RPC error response with the given raw id.
-func rpcError(id json.RawMessage, e *jsonrpc.Error) []byte { return mcphttp.ErrorResponse(id, e) }
 
 // rpcResult is a JSON-RPC result response with the given raw id.
 func rpcResult(id, result json.RawMessage) []byte {

@@ -44,7 +44,7 @@ func (p *Proxy) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) err
 				if m != nil {
 					id = m.ID
 				}
-				if werr := write(rpcError(id, jerr)); werr != nil {
+				if werr := write(mcphttp.ErrorResponse(id, jerr)); werr != nil {
 					return werr
 				}
 			case !m.IsCall():
@@ -52,9 +52,9 @@ func (p *Proxy) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) err
 					p.log.Warn("upstream did not take a notification", "method", m.Method, "error", errText(serr))
 				}
 			default:
-				h := http.Header{"Mcp-Method": {encodeHeader(m.Method)}, "Mcp-Protocol-Version": {mcphttp.ProtocolVersion}}
+				h := http.Header{"Mcp-Method": {mcphttp.EncodeHeader(m.Method)}, "Mcp-Protocol-Version": {mcphttp.ProtocolVersion}}
 				if canAsk(m.Method) {
-					h.Set("Mcp-Name", encodeHeader(m.Target()))
+					h.Set("Mcp-Name", mcphttp.EncodeHeader(m.Target()))
 				}
 				wg.Add(1)
 				go func(m *mcphttp.Message, body []byte) {
@@ -68,7 +68,7 @@ func (p *Proxy) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) err
 				return nil
 			}
 			if errors.Is(err, errTooLong) {
-				if werr := write(rpcError(nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "message over 1 MiB"})); werr != nil {
+				if werr := write(mcphttp.ErrorResponse(nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "message over 1 MiB"})); werr != nil {
 					return werr
 				}
 				continue

@@ -441,7 +441,7 @@ func (l *LegacyHTTP) cancelled(principal string, msg []byte) []byte {
 	if err != nil {
 		return msg
 	}
-	r, ok := find(pms, "requestId")
+	r, ok := rawjson.Find(pms, "requestId")
 	if !ok {
 		return msg
 	}

@@ -25,6 +25,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/mrtr-wasm/mrtr-wasm/internal/mcphttp"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/rawjson"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/telemetry"
 )
 
@@ -834,15 +835,15 @@ func rewriteRequest(m *rpcMessage, cl *call, tp string) ([]byte, error) {
 		return nil, err
 	}
 	var meta []byte
-	metaSpan, hasMeta := find(pms, "_meta")
+	metaSpan, hasMeta := rawjson.Find(pms, "_meta")
 	if hasMeta {
 		mm := metaSpan
 		meta = m.raw[p.Start+mm.Start : p.Start+mm.End]
-		ms, err := objectMembers(meta)
+		ms, err := rawjson.Object(meta)
 		if err != nil {
 			return nil, errors.New("params._meta is not an object")
 		}
-		if t, ok := find(ms, "progressToken"); ok {
+		if t, ok := rawjson.Find(ms, "progressToken"); ok {
 			cl.origToken = meta[t.Start:t.End]
 			cl.token = "mrtr-" + strconv.FormatInt(cl.id, 10)
 			if meta, err = setMember(meta, "progressToken", appendJSONString(nil, cl.token)); err != nil {
@@ -1020,16 +1021,16 @@ func (c *child) subscriptionCall(m *rpcMessage) (*call, []byte) {
 	if !ok || err != nil {
 		return nil, nil
 	}
-	mt, ok := find(pms, "_meta")
+	mt, ok := rawjson.Find(pms, "_meta")
 	if !ok {
 		return nil, nil
 	}
 	at := p.Start + mt.Start
-	ms, err := objectMembers(m.raw[at : p.Start+mt.End])
+	ms, err := rawjson.Object(m.raw[at : p.Start+mt.End])
 	if err != nil {
 		return nil, nil
 	}
-	sid, ok := find(ms, "io.modelcontextprotocol/subscriptionId")
+	sid, ok := rawjson.Find(ms, "io.modelcontextprotocol/subscriptionId")
 	if !ok {
 		return nil, nil
 	}
@@ -1053,7 +1054,7 @@ func (c *child) progressCall(m *rpcMessage) (*call, []byte) {
 	if !ok || err != nil {
 		return nil, nil
 	}
-	t, ok := find(pms, "progressToken")
+	t, ok := rawjson.Find(pms, "progressToken")
 	if !ok {
 		return nil, nil
 	}
