@@ -467,12 +467,6 @@ func (g *Guard) discard(ctx context.Context, s *slot) {
 	<-g.live
 }
 
-// call runs one envelope and decodes the response into r while the
-// instance is still held (the output lives in its memory).
-func (g *Guard) call(ctx context.Context, env []byte, r *response) error {
-	return g.callInto(ctx, env, r)
-}
-
 // guestResponse is a response envelope decoded from the guest.
 type guestResponse interface {
 	ok() bool
@@ -483,9 +477,9 @@ type guestResponse interface {
 func (r *response) ok() bool          { return r.OK }
 func (r *response) interrupted() bool { return r.Interrupted }
 
-// callInto runs one envelope and decodes the response into r while the
+// call runs one envelope and decodes the response into r while the
 // instance is still held (the output lives in its memory).
-func (g *Guard) callInto(ctx context.Context, env []byte, r guestResponse) error {
+func (g *Guard) call(ctx context.Context, env []byte, r guestResponse) error {
 	g.closeMu.RLock()
 	defer g.closeMu.RUnlock()
 	if g.closed.Load() {

@@ -35,7 +35,7 @@ type Streams struct {
 func (s *Streams) Acquire(principal string) (release func(), ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.total >= cmpOr(s.Max, DefaultMaxStreams) || s.by[principal] >= cmpOr(s.PerPrincipal, DefaultMaxStreamsPrincipal) {
+	if s.total >= positiveOr(s.Max, DefaultMaxStreams) || s.by[principal] >= positiveOr(s.PerPrincipal, DefaultMaxStreamsPrincipal) {
 		return nil, false
 	}
 	if s.by == nil {
@@ -63,7 +63,9 @@ func (s *Streams) Held() int {
 	return s.total
 }
 
-func cmpOr(v, def int) int {
+// positiveOr is v, or def when v is not positive (unlike cmp.Or, a
+// negative limit means the default too).
+func positiveOr(v, def int) int {
 	if v > 0 {
 		return v
 	}
