@@ -9,6 +9,7 @@ import (
 	"errors"
 	"io"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -18,16 +19,14 @@ const module = "github.com/mrtr-wasm/mrtr-wasm"
 // A pattern is a package path inside the module; "x/..." is x and every
 // package below it, and "..." is every package of the module.
 var (
-	core    = []string{"guest/..."}
-	library = []string{"host/...", "ledger/...", "policy/...", "policies/...", "wasm/..."}
-	// mcpLayer and the applications: nothing in the library may use them.
-	upper = []string{
-		"internal/mcphttp/...", "internal/legacy/...", "internal/identity/...", "internal/observe/...", "internal/telemetry/...",
-		"internal/server/...", "internal/crm/...", "internal/conformance/...",
-		"internal/proxy/...", "internal/upstream/...",
-	}
+	core     = []string{"guest/..."}
+	library  = []string{"host/...", "ledger/...", "policy/...", "policies/...", "wasm/..."}
+	mcpLayer = []string{"internal/mcphttp/...", "internal/legacy/...", "internal/identity/...",
+		"internal/observe/...", "internal/audit/...", "internal/ops/...", "internal/telemetry/..."}
 	demo  = []string{"internal/server/...", "internal/crm/...", "internal/conformance/..."}
 	proxy = []string{"internal/proxy/...", "internal/upstream/..."}
+	// upper is what the library may not use: the MCP layer and the applications.
+	upper = slices.Concat(mcpLayer, demo, proxy)
 )
 
 // rules: no package matching from may depend on one matching deny, in all
@@ -40,6 +39,7 @@ var rules = []struct {
 }{
 	{"the core imports nothing of the project", core, []string{"..."}, false},
 	{"the library stands below the MCP layer and the applications", library, upper, false},
+	{"the MCP layer stands below the applications", mcpLayer, slices.Concat(demo, proxy), false},
 	{"the demo server does not use the proxy", demo, proxy, false},
 	{"the proxy does not use the demo server", proxy, demo, false},
 	{"cmd goes through the library, not the core", []string{"cmd/..."}, core, true},
