@@ -14,8 +14,9 @@ const (
 	DefaultMaxStreamsPrincipal = 16
 )
 
-// CodeServerBusy is the JSON-RPC error of a request refused for want of
-// room (as a legacy session past --max-sessions is).
+// CodeServerBusy is the JSON-RPC error of a retryable refusal for want of
+// room (a stream or legacy session past its cap, an instance draining),
+// outside the band 2026-07-28 reserves (-32020..-32099).
 const CodeServerBusy = -32000
 
 // Streams bounds the streams a server holds open for as long as the client
