@@ -55,6 +55,13 @@ func WithKeys(k *Keyring) Option { return func(c *config) { c.keys = k } }
 // not open here even under the same keys. Default "mrtr-wasm".
 func WithAudience(name string) Option { return func(c *config) { c.audience = name } }
 
+// Defaults and bounds of WithTTL and WithMaxRounds.
+const (
+	DefaultTTL       = core.DefaultTTLSeconds * time.Second
+	DefaultMaxRounds = core.DefaultMaxRounds
+	MaxRoundsLimit   = core.MaxRoundsLimit
+)
+
 // WithTTL sets how long a requestState stays valid (default 5 minutes).
 func WithTTL(d time.Duration) Option { return func(c *config) { c.ttl = d } }
 
@@ -145,8 +152,8 @@ type slot struct {
 func New(ctx context.Context, opts ...Option) (*Guard, error) {
 	cfg := config{
 		audience:    "mrtr-wasm",
-		ttl:         core.DefaultTTLSeconds * time.Second,
-		maxRounds:   core.DefaultMaxRounds,
+		ttl:         DefaultTTL,
+		maxRounds:   DefaultMaxRounds,
 		maxState:    core.DefaultMaxState,
 		poolSize:    runtime.GOMAXPROCS(0),
 		now:         time.Now,
@@ -460,12 +467,6 @@ func (g *Guard) discard(ctx context.Context, s *slot) {
 	<-g.live
 }
 
-// call runs one envelope and decodes the response into r while the
-// instance is still held (the output lives in its memory).
-func (g *Guard) call(ctx context.Context, env []byte, r *response) error {
-	return g.callInto(ctx, env, r)
-}
-
 // guestResponse is a response envelope decoded from the guest.
 type guestResponse interface {
 	ok() bool
@@ -476,9 +477,9 @@ type guestResponse interface {
 func (r *response) ok() bool          { return r.OK }
 func (r *response) interrupted() bool { return r.Interrupted }
 
-// callInto runs one envelope and decodes the response into r while the
+// call runs one envelope and decodes the response into r while the
 // instance is still held (the output lives in its memory).
-func (g *Guard) callInto(ctx context.Context, env []byte, r guestResponse) error {
+func (g *Guard) call(ctx context.Context, env []byte, r guestResponse) error {
 	g.closeMu.RLock()
 	defer g.closeMu.RUnlock()
 	if g.closed.Load() {

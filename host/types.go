@@ -166,6 +166,12 @@ type Finding struct {
 	Message  string `json:"message"`
 }
 
+// The severities of a Finding: an error refuses the ask.
+const (
+	SeverityError   = core.SeverityError
+	SeverityWarning = core.SeverityWarning
+)
+
 // Error is an error from the guard, with a stable code (see the Code
 // constants). Message is safe to send to the client; Reason, set for
 // rejected states, says why for logs and metrics and carries no data.

@@ -303,7 +303,7 @@ func (g *Guard) upstreamAsk(ctx context.Context, c *UpstreamCall, response json.
 	}
 	env = append(env, '}')
 	var r upstreamResponse
-	if err := g.callInto(ctx, env, &r); err != nil {
+	if err := g.call(ctx, env, &r); err != nil {
 		return nil, err
 	}
 	return &UpstreamRound{OperationID: r.OperationID, Round: r.Round, Result: r.Result}, nil
@@ -326,7 +326,7 @@ func (g *Guard) UpstreamResume(ctx context.Context, c *UpstreamCall) (*UpstreamO
 	env = lim.appendPolicy(env)
 	env = append(env, '}')
 	var r upstreamResponse
-	if err := g.callInto(ctx, env, &r); err != nil {
+	if err := g.call(ctx, env, &r); err != nil {
 		return nil, err
 	}
 	o := &UpstreamOutcome{Status: r.Status, OperationID: r.OperationID, Round: r.Round, UpstreamRound: r.UpRound, ForwardDigest: r.FwdDigest, Answers: r.Answers,
@@ -374,7 +374,7 @@ func (g *Guard) upstreamInputs(ctx context.Context, response json.RawMessage) ([
 	}
 	env = append(env, '}')
 	var r upstreamResponse
-	if err := g.callInto(ctx, env, &r); err != nil {
+	if err := g.call(ctx, env, &r); err != nil {
 		return nil, err
 	}
 	return inputRequestsOf(r.Inputs)

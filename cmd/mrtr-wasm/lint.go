@@ -16,7 +16,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mrtr-wasm/mrtr-wasm/guest/core"
 	"github.com/mrtr-wasm/mrtr-wasm/host"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/jsonpos"
 	"github.com/mrtr-wasm/mrtr-wasm/policy"
@@ -190,7 +189,7 @@ func runLint(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	for _, f := range out {
-		if f.Severity == core.SeverityError {
+		if f.Severity == host.SeverityError {
 			return exitFindings
 		}
 	}
@@ -332,7 +331,7 @@ func lintOne(ctx context.Context, g *host.Guard, pol *policy.Engine, lf *lintFil
 			if err != nil {
 				if e, ok := host.AsError(err); ok {
 					// The request itself is not JSON the core accepts.
-					out = append(out, finding{File: lf.path, Line: lf.ix.Line(in.ptr), Code: e.Code, Severity: core.SeverityError, Tool: t.name, Key: keyOf(lf, in), Message: e.Message})
+					out = append(out, finding{File: lf.path, Line: lf.ix.Line(in.ptr), Code: e.Code, Severity: host.SeverityError, Tool: t.name, Key: keyOf(lf, in), Message: e.Message})
 					continue
 				}
 				return nil, err
@@ -350,7 +349,7 @@ func lintOne(ctx context.Context, g *host.Guard, pol *policy.Engine, lf *lintFil
 		}
 		d, err := pol.Ask(ctx, &host.PolicyQuery{
 			Principal: "mrtr-wasm-lint", Method: "tools/call", Target: t.name, Inputs: reqs,
-			TTL: core.DefaultTTLSeconds * time.Second, MaxRounds: core.DefaultMaxRounds,
+			TTL: host.DefaultTTL, MaxRounds: host.DefaultMaxRounds,
 		})
 		if err != nil {
 			return nil, err
@@ -371,7 +370,7 @@ func lintOne(ctx context.Context, g *host.Guard, pol *policy.Engine, lf *lintFil
 				key = keyOf(lf, *in)
 			}
 			out = append(out, finding{
-				File: lf.path, Line: line, Code: x.Code, Severity: core.SeverityError,
+				File: lf.path, Line: line, Code: x.Code, Severity: host.SeverityError,
 				Tool: t.name, Key: key, Field: x.Field, Message: x.Message, Rule: x.Rule,
 			})
 		}
@@ -410,7 +409,7 @@ func unusedRules(pol *policy.Engine, known []string) []finding {
 	var out []finding
 	for _, n := range names {
 		out = append(out, finding{
-			File: file, Line: pol.DataLine(jsonpos.Pointer("tools", n)), Code: "policy.rule_unused", Severity: core.SeverityWarning,
+			File: file, Line: pol.DataLine(jsonpos.Pointer("tools", n)), Code: "policy.rule_unused", Severity: host.SeverityWarning,
 			Tool: n, Message: fmt.Sprintf("the data has a rule for %q, but no linted file declares that tool", n), Rule: "tools." + n,
 		})
 	}
@@ -433,7 +432,7 @@ func sortFindings(fs []finding) {
 func writeText(stdout, stderr io.Writer, fs []finding) {
 	errs, warns := 0, 0
 	for _, f := range fs {
-		if f.Severity == core.SeverityError {
+		if f.Severity == host.SeverityError {
 			errs++
 		} else {
 			warns++

@@ -17,8 +17,8 @@ import (
 
 	"github.com/mrtr-wasm/mrtr-wasm/host"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/identity"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/observe"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/proxy"
-	"github.com/mrtr-wasm/mrtr-wasm/internal/server"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/telemetry"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/upstream"
 	"github.com/mrtr-wasm/mrtr-wasm/ledger"
@@ -276,7 +276,7 @@ func runProxyServer(ctx context.Context, o *proxyOptions, stdin io.Reader, stdou
 	}
 	defer shutdownTelemetry(tel, log)
 	engine, gopts := guardOptions(&o.serveOptions, keys, led)
-	gopts = append(gopts, host.WithPolicy(server.TracePolicy(pol, tel)),
+	gopts = append(gopts, host.WithPolicy(observe.TracePolicy(pol, tel)),
 		// An upstream's own requestState travels inside ours.
 		host.WithMaxStateBytes(64<<10))
 	if o.cacheDir != "" {

@@ -7,7 +7,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/mrtr-wasm/mrtr-wasm/guest/core"
+	"github.com/mrtr-wasm/mrtr-wasm/host"
 )
 
 // SARIF 2.1.0 (OASIS), the subset code scanning reads: one run, a rule
@@ -77,7 +77,7 @@ type sarifRegion struct {
 // ruleText describes each code for the rules list; codes not listed are
 // described by their first message.
 var ruleText = map[string]string{
-	core.CodeFormSecretField:       "A form field asks for a secret (password, API key, token, card number...): use URL mode",
+	host.CodeFormSecretField:       "A form field asks for a secret (password, API key, token, card number...): use URL mode",
 	"mrtr.form.not_flat":           "A form schema must be a flat object of primitive properties",
 	"mrtr.form.unsupported_type":   "A form property has a type the form subset does not allow",
 	"mrtr.url.not_https":           "A URL-mode request must use https (http only for localhost)",
@@ -159,7 +159,7 @@ func writeSARIF(w io.Writer, fs []finding) error {
 }
 
 func sarifLevel(severity string) string {
-	if severity == core.SeverityError {
+	if severity == host.SeverityError {
 		return "error"
 	}
 	return "warning"

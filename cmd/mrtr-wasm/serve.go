@@ -18,13 +18,13 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mrtr-wasm/mrtr-wasm/guest/core"
 	"github.com/mrtr-wasm/mrtr-wasm/host"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/audit"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/conformance"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/crm"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/identity"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/mcphttp"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/observe"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/ops"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/server"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/telemetry"
@@ -65,8 +65,8 @@ func (o *serveOptions) checkBounds() error {
 	if o.shutdown < 0 {
 		errs = append(errs, fmt.Errorf("--shutdown-timeout must not be negative (got %s)", o.shutdown))
 	}
-	if o.maxRounds < 1 || o.maxRounds > core.MaxRoundsLimit {
-		errs = append(errs, fmt.Errorf("--max-rounds must be between 1 and %d (got %d)", core.MaxRoundsLimit, o.maxRounds))
+	if o.maxRounds < 1 || o.maxRounds > host.MaxRoundsLimit {
+		errs = append(errs, fmt.Errorf("--max-rounds must be between 1 and %d (got %d)", host.MaxRoundsLimit, o.maxRounds))
 	}
 	if o.maxSessions <= 0 {
 		errs = append(errs, fmt.Errorf("--max-sessions must be positive (got %d)", o.maxSessions))
@@ -86,8 +86,8 @@ func addSharedFlags(fs *flag.FlagSet, o *serveOptions) {
 	fs.StringVar(&o.policyDir, "policy", "", "policy directory (.rego files and data/); default: the shipped policies")
 	fs.StringVar(&o.policyData, "policy-data", "", "data file name in the policy's data/ (default: demo for serve, proxy for proxy)")
 	fs.StringVar(&o.ledger, "ledger", "memory:", "replay ledger: memory:, sqlite:/path/ledger.db, redis://host:6379/0 or postgres://… (the --crm's database and search_path: bookings commit with the ledger)")
-	fs.DurationVar(&o.stateTTL, "state-ttl", 5*time.Minute, "how long a requestState stays valid (the policy may narrow it)")
-	fs.IntVar(&o.maxRounds, "max-rounds", core.DefaultMaxRounds, "most input rounds one request may take (the policy may narrow it per tool; the replay ledger keeps a finished request for this many --state-ttl)")
+	fs.DurationVar(&o.stateTTL, "state-ttl", host.DefaultTTL, "how long a requestState stays valid (the policy may narrow it)")
+	fs.IntVar(&o.maxRounds, "max-rounds", host.DefaultMaxRounds, "most input rounds one request may take (the policy may narrow it per tool; the replay ledger keeps a finished request for this many --state-ttl)")
 	fs.StringVar(&o.engine, "engine", "wasm", "guard engine: wasm (guard.wasm through wazero) or native")
 	fs.StringVar(&o.logFormat, "log-format", "json", "log format: json or text (logs go to stderr)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
@@ -279,7 +279,7 @@ func runServer(ctx context.Context, o *serveOptions, stdin io.Reader, stdout, st
 	engine, base := guardOptions(o, keys, led)
 	base = append(base, host.WithCompilationCache(o.cacheDir))
 	base = append(base, testGuardOptions...)
-	guard, err := host.New(ctx, append(base, host.WithPolicy(server.TracePolicy(pol, tel)))...)
+	guard, err := host.New(ctx, append(base, host.WithPolicy(observe.TracePolicy(pol, tel)))...)
 	if err != nil {
 		return err
 	}
@@ -309,7 +309,7 @@ func runServer(ctx context.Context, o *serveOptions, stdin io.Reader, stdout, st
 		return err
 	}
 	defer closeAudit()
-	var audited server.Guard = guard
+	var audited observe.Guard = guard
 	if al != nil {
 		audited = audit.Wrap(guard, al, func(err error) { log.Error("audit record not written", "error", err.Error()) })
 	}
@@ -333,8 +333,8 @@ func runServer(ctx context.Context, o *serveOptions, stdin io.Reader, stdout, st
 			return err
 		}
 		defer fg.Close(context.Background())
-		cfg.Fixtures = func(s *mcp.Server, wrap func(mcp.ToolHandler) mcp.ToolHandler, m *server.Metrics, log *slog.Logger) {
-			conformance.Register(s, wrap, server.TraceGuard(fg, tel), m, log)
+		cfg.Fixtures = func(s *mcp.Server, wrap func(mcp.ToolHandler) mcp.ToolHandler, m *observe.Metrics, log *slog.Logger) {
+			conformance.Register(s, wrap, observe.TraceGuard(fg, tel), m, log)
 		}
 		cfg.Options = func(o *mcp.ServerOptions) { o.CompletionHandler = conformance.Complete }
 		cfg.SSE = true

@@ -12,8 +12,7 @@ import (
 	"github.com/mrtr-wasm/mrtr-wasm/ledger"
 )
 
-// Guard is what a server's handlers need of the guard (serve's
-// server.Guard).
+// Guard is what a server's handlers need of the guard (observe.Guard).
 type Guard interface {
 	Ask(ctx context.Context, req *host.Request, inputs []host.InputRequest, opts ...host.AskOption) (*host.InputRequiredResult, error)
 	Resume(ctx context.Context, req *host.Request) (*host.Outcome, error)

@@ -71,8 +71,6 @@ func Complete(context.Context, *mcp.CompleteRequest) (*mcp.CompleteResult, error
 	return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{}}}, nil
 }
 
-func text(s string) *mcp.CallToolResult { return server.Text(s) }
-
 func registerEverything(s *mcp.Server) {
 	noArgs := json.RawMessage(`{"type":"object","properties":{}}`)
 	add := func(name, desc string, schema json.RawMessage, h mcp.ToolHandler) {
@@ -84,7 +82,7 @@ func registerEverything(s *mcp.Server) {
 	embedded := &mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "test://embedded-resource", MIMEType: "text/plain", Text: "An embedded text resource."}}
 
 	add("test_simple_text", "Returns one text block.", nil, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return text("A simple text answer from mrtr-wasm."), nil
+		return server.Text("A simple text answer from mrtr-wasm."), nil
 	})
 	add("test_image_content", "Returns a 1x1 PNG.", nil, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.ImageContent{Data: pngPixel, MIMEType: "image/png"}}}, nil
@@ -110,44 +108,44 @@ func registerEverything(s *mcp.Server) {
 				time.Sleep(20 * time.Millisecond)
 			}
 		}
-		return text("done"), nil
+		return server.Text("done"), nil
 	})
 	add("test_error_handling", "Always fails, as a tool error.", nil, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "This tool always fails (on purpose)."}}}, nil
 	})
 	add("json_schema_2020_12_tool", "Has an input schema that uses JSON Schema 2020-12.", json.RawMessage(json2020), func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return text("ok"), nil
+		return server.Text("ok"), nil
 	})
 	add("test_x_mcp_header", "Mirrors its region argument into the Mcp-Param-Region header (SEP-2243).",
 		json.RawMessage(`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"},"level":{"type":"integer"}}}`),
 		func(_ context.Context, r *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			var a struct{ Region string }
 			_ = json.Unmarshal(r.Params.Arguments, &a)
-			return text("region=" + a.Region), nil
+			return server.Text("region=" + a.Region), nil
 		})
 	add("test_missing_capability", "Needs the client's sampling capability (-32021 without it).", nil, func(_ context.Context, r *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		if c := r.ClientCapabilities(); c != nil && c.Sampling != nil {
-			return text("sampling is declared"), nil
+			return server.Text("sampling is declared"), nil
 		}
 		return nil, &jsonrpc.Error{Code: mcp.CodeMissingRequiredClientCapabilities, Message: "this tool needs the sampling capability",
 			Data: json.RawMessage(`{"requiredCapabilities":{"sampling":{}}}`)}
 	})
 	add("test_streaming_elicitation", "Answers with a result only: no request on the response stream.", nil, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return text("a result, and nothing else on the stream"), nil
+		return server.Text("a result, and nothing else on the stream"), nil
 	})
 	add("test_logging_tool", "Tries to log; nothing is sent unless the request set a log level.", nil, func(ctx context.Context, r *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		_ = r.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Data: "test_logging_tool ran"})
-		return text("logged (if the request asked for logs)"), nil
+		return server.Text("logged (if the request asked for logs)"), nil
 	})
 	add("test_trigger_tool_change", "Changes the tool list (tools/list_changed).", nil, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		add("__changed_tool", "Added to change the tool list.", nil, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return text(""), nil })
-		return text("the tool list changed"), nil
+		add("__changed_tool", "Added to change the tool list.", nil, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return server.Text(""), nil })
+		return server.Text("the tool list changed"), nil
 	})
 	add("test_trigger_prompt_change", "Changes the prompt list (prompts/list_changed).", nil, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		s.AddPrompt(&mcp.Prompt{Name: "__changed_prompt", Description: "Added to change the prompt list."}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "changed"}}}}, nil
 		})
-		return text("the prompt list changed"), nil
+		return server.Text("the prompt list changed"), nil
 	})
 
 	s.AddResource(&mcp.Resource{Name: "static-text", URI: "test://static-text", MIMEType: "text/plain", Description: "A fixed text."},

@@ -10,13 +10,14 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mrtr-wasm/mrtr-wasm/host"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/observe"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/server"
 )
 
 // Fixtures serves the suite's tools with a guard.
 type Fixtures struct {
-	g   server.Guard
-	m   *server.Metrics
+	g   observe.Guard
+	m   *observe.Metrics
 	log *slog.Logger
 }
 
@@ -25,8 +26,8 @@ type Fixtures struct {
 // demo policy refuses).
 // wrap is applied to every guarded tool's handler (the legacy server's
 // session loop).
-func Register(s *mcp.Server, wrap func(mcp.ToolHandler) mcp.ToolHandler, g server.Guard, m *server.Metrics, log *slog.Logger) {
-	f := &Fixtures{g: server.Instrument(g, m), m: m, log: log}
+func Register(s *mcp.Server, wrap func(mcp.ToolHandler) mcp.ToolHandler, g observe.Guard, m *observe.Metrics, log *slog.Logger) {
+	f := &Fixtures{g: observe.Instrument(g, m), m: m, log: log}
 	noArgs := json.RawMessage(`{"type":"object","properties":{}}`)
 	add := func(name, desc string, h mcp.ToolHandler) {
 		s.AddTool(&mcp.Tool{Name: name, Description: desc, InputSchema: noArgs}, wrap(h))

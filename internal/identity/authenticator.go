@@ -17,6 +17,14 @@ import (
 // Anonymous is every caller's principal when no authentication is set.
 const Anonymous = "anonymous"
 
+// RequestPrincipal is the authenticated principal of r, or Anonymous.
+func RequestPrincipal(r *http.Request) string {
+	if ti := auth.TokenInfoFromContext(r.Context()); ti != nil && ti.UserID != "" {
+		return ti.UserID
+	}
+	return Anonymous
+}
+
 // Principal is the principal of subject sub at issuer iss: iss + "#" +
 // sub (see the package documentation).
 func Principal(iss, sub string) string { return iss + "#" + sub }

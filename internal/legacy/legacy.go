@@ -18,14 +18,8 @@ import (
 	"github.com/mrtr-wasm/mrtr-wasm/internal/mcphttp"
 )
 
-// ProtocolVersion is the revision whose requests are stateless.
-const ProtocolVersion = "2026-07-28"
-
 // ProtocolVersions are the earlier revisions served on sessions.
 var ProtocolVersions = []string{"2025-11-25", "2025-06-18"}
-
-// CodeServerBusy is the JSON-RPC error for a refused new session.
-const CodeServerBusy = -32000
 
 // roundCap stops a tool that keeps asking whatever the guard's round
 // limit says (a tool that asks without the guard).
@@ -38,7 +32,7 @@ func IsLegacy(ss *mcp.ServerSession) bool {
 		return false
 	}
 	ip := ss.InitializeParams()
-	return ip != nil && ip.ProtocolVersion < ProtocolVersion
+	return ip != nil && ip.ProtocolVersion < mcphttp.ProtocolVersion
 }
 
 // Capabilities states what the session's client declared at initialize
@@ -420,7 +414,7 @@ func isLegacyRequest(r *http.Request, body []byte) bool {
 	// for a method that revision removed: the modern handler answers it
 	// 404 / -32601, as the spec and the conformance suite want.
 	v := r.Header.Get("MCP-Protocol-Version")
-	return v == "" || v < ProtocolVersion
+	return v == "" || v < mcphttp.ProtocolVersion
 }
 
 // Router sends legacy traffic to s and everything else to modern. maxBody
@@ -459,7 +453,7 @@ func Router(modern http.Handler, s *Sessions, maxBody int64) http.Handler {
 				w.Header().Set("Content-Type", "application/json")
 				w.Header().Set("Retry-After", "5")
 				w.WriteHeader(http.StatusServiceUnavailable)
-				fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":"too many sessions: try again later"}}`, p.ID, CodeServerBusy)
+				fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":"too many sessions: try again later"}}`, p.ID, mcphttp.CodeServerBusy)
 				return
 			}
 			if evict != nil {

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/mrtr-wasm/mrtr-wasm/internal/mcphttp"
 )
 
 // StdioEra reads a stdio client's first message (one line, at most max
@@ -40,5 +42,5 @@ func StdioEra(in io.Reader, max int) (rest io.Reader, isLegacy bool, err error) 
 		} `json:"params"`
 	}
 	_ = json.Unmarshal(first, &p)
-	return io.MultiReader(bytes.NewReader(first), br), p.Method == "initialize" && p.Params.ProtocolVersion < ProtocolVersion, nil
+	return io.MultiReader(bytes.NewReader(first), br), p.Method == "initialize" && p.Params.ProtocolVersion < mcphttp.ProtocolVersion, nil
 }

@@ -31,7 +31,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
-// ProtocolVersion is the only MCP revision served by serve and proxy.
+// ProtocolVersion is the only MCP revision served by serve and proxy, and
+// the one the proxy offers an upstream first (the one place it is named).
 const ProtocolVersion = "2026-07-28"
 
 // MaxBody bounds every request body on /mcp.

@@ -14,8 +14,9 @@ const (
 	DefaultMaxStreamsPrincipal = 16
 )
 
-// CodeServerBusy is the JSON-RPC error of a request refused for want of
-// room (as a legacy session past --max-sessions is).
+// CodeServerBusy is the JSON-RPC error of a retryable refusal for want of
+// room (a stream or legacy session past its cap, an instance draining),
+// outside the band 2026-07-28 reserves (-32020..-32099).
 const CodeServerBusy = -32000
 
 // Streams bounds the streams a server holds open for as long as the client
@@ -35,7 +36,7 @@ type Streams struct {
 func (s *Streams) Acquire(principal string) (release func(), ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.total >= cmpOr(s.Max, DefaultMaxStreams) || s.by[principal] >= cmpOr(s.PerPrincipal, DefaultMaxStreamsPrincipal) {
+	if s.total >= positiveOr(s.Max, DefaultMaxStreams) || s.by[principal] >= positiveOr(s.PerPrincipal, DefaultMaxStreamsPrincipal) {
 		return nil, false
 	}
 	if s.by == nil {
@@ -63,7 +64,9 @@ func (s *Streams) Held() int {
 	return s.total
 }
 
-func cmpOr(v, def int) int {
+// positiveOr is v, or def when v is not positive (unlike cmp.Or, a
+// negative limit means the default too).
+func positiveOr(v, def int) int {
 	if v > 0 {
 		return v
 	}

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/mrtr-wasm/mrtr-wasm/internal/mcphttp"
 )
 
 // A Check is one thing an instance needs in order to serve. Probe's error
@@ -92,17 +94,13 @@ func (l *Lifecycle) Guard(h http.Handler) http.Handler {
 			w.Header().Set("Retry-After", "1")
 			w.Header().Set("Connection", "close")
 			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"jsonrpc": "2.0", "id": nil,
-				"error": map[string]any{"code": codeServerBusy, "message": "this instance is shutting down: retry the request (another instance will take it)"}})
+				"error": map[string]any{"code": mcphttp.CodeServerBusy, "message": "this instance is shutting down: retry the request (another instance will take it)"}})
 			return
 		}
 		defer l.leave()
 		h.ServeHTTP(w, r)
 	})
 }
-
-// codeServerBusy is the JSON-RPC code of a retryable refusal, outside the
-// band 2026-07-28 reserves (-32020..-32099).
-const codeServerBusy = -32000
 
 func (l *Lifecycle) enter() bool {
 	l.mu.Lock()

@@ -22,7 +22,7 @@ import (
 func (p *Proxy) answerAhead(ctx context.Context, m *mcphttp.Message, body []byte, h http.Header, principal string, s Sink) {
 	fresh, err := withoutParams(body, "inputResponses", "requestState")
 	if err != nil {
-		s.Final(rpcError(m.ID, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "params must be an object with the fields of the method"}))
+		s.Final(mcphttp.ErrorResponse(m.ID, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "params must be an object with the fields of the method"}))
 		return
 	}
 	if p.legacyUpstream() {
@@ -46,17 +46,17 @@ func (p *Proxy) answerAhead(ctx context.Context, m *mcphttp.Message, body []byte
 	}
 	state, ok := rawjson.Get(round.Result, "requestState")
 	if !ok {
-		s.Final(rpcError(m.ID, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}))
+		s.Final(mcphttp.ErrorResponse(m.ID, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}))
 		return
 	}
 	retry, err := withParams(fresh, []byte(`"inputResponses":`), m.InputResponses(), []byte(`,"requestState":`), state)
 	if err != nil {
-		s.Final(rpcError(m.ID, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}))
+		s.Final(mcphttp.ErrorResponse(m.ID, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}))
 		return
 	}
 	rm, e := mcphttp.ParseMessage(retry)
 	if e != nil {
-		s.Final(rpcError(m.ID, e))
+		s.Final(mcphttp.ErrorResponse(m.ID, e))
 		return
 	}
 	p.up.rounds.WithLabelValues("answered_ahead").Inc()

@@ -16,8 +16,8 @@ import (
 	"github.com/mrtr-wasm/mrtr-wasm/internal/audit"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/identity"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/mcphttp"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/observe"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/rawjson"
-	"github.com/mrtr-wasm/mrtr-wasm/internal/server"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/telemetry"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/upstream"
 )
@@ -45,7 +45,7 @@ func (p *Proxy) Handle(ctx context.Context, m *mcphttp.Message, body []byte, h h
 		// the extension; a client that uses it anyway is refused here.
 		p.up.refused.WithLabelValues("tasks").Inc()
 		p.log.Info("refused a tasks request: the proxy does not carry the tasks extension", "method", m.Method)
-		s.Final(rpcError(m.ID, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound,
+		s.Final(mcphttp.ErrorResponse(m.ID, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound,
 			Message: "mrtr-wasm proxy does not carry the tasks extension (" + m.Method + "): a task's input rounds would go around the guard; call the tool without a task"}))
 		return
 	}
@@ -87,7 +87,7 @@ func (p *Proxy) Handle(ctx context.Context, m *mcphttp.Message, body []byte, h h
 	if !canAsk(m.Method) {
 		p.up.refused.WithLabelValues("invalid_result").Inc()
 		p.log.Warn("upstream answered input_required to a method that cannot ask", "method", m.Method)
-		s.Final(rpcError(m.ID, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the upstream answered input_required to " + m.Method + ", which may not ask for input"}))
+		s.Final(mcphttp.ErrorResponse(m.ID, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the upstream answered input_required to " + m.Method + ", which may not ask for input"}))
 		return
 	}
 	s.Final(p.ask(ctx, m, body, principal, resp, nil))
@@ -133,7 +133,7 @@ func (p *Proxy) refuseServerRequest(ctx context.Context, raw []byte, h http.Head
 	_ = json.Unmarshal(raw, &r)
 	p.up.refused.WithLabelValues("server_request").Inc()
 	p.log.Warn("refused a server-to-client request from the upstream: 2026-07-28 servers ask with input_required", "method", r.Method)
-	reply := rpcError(r.ID, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound,
+	reply := mcphttp.ErrorResponse(r.ID, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound,
 		Message: "mrtr-wasm proxy: server-to-client requests (" + r.Method + ") are not allowed on a 2026-07-28 stream; return an InputRequiredResult (resultType \"input_required\") instead"})
 	rh := http.Header{"Mcp-Protocol-Version": h["Mcp-Protocol-Version"]}
 	if err := p.cfg.Upstream.Send(context.WithoutCancel(ctx), reply, rh); err != nil {
@@ -152,10 +152,10 @@ func (p *Proxy) upstreamError(m *mcphttp.Message, err error) []byte {
 		// busy): the client retries after secs.
 		p.up.busy.WithLabelValues("children").Inc()
 		p.log.Info("upstream busy", "method", m.Method, "code", e.Code, "retry_after_s", secs)
-		return rpcError(m.ID, busyError(e.Message, secs))
+		return mcphttp.ErrorResponse(m.ID, busyError(e.Message, secs))
 	}
 	p.log.Warn("upstream call failed", "method", m.Method, "target", m.Target(), "code", e.Code, "error", errText(e))
-	return rpcError(m.ID, &jsonrpc.Error{Code: upstream.JSONRPCCode, Message: e.Message + " (" + e.Code + "; retry)", Data: e.Data()})
+	return mcphttp.ErrorResponse(m.ID, &jsonrpc.Error{Code: upstream.JSONRPCCode, Message: e.Message + " (" + e.Code + "; retry)", Data: e.Data()})
 }
 
 // lostAnswer answers a forwarded round whose upstream answer was lost
@@ -171,7 +171,7 @@ func (p *Proxy) lostAnswer(m *mcphttp.Message, err error) []byte {
 		Code      string `json:"code"`
 		Retryable bool   `json:"retryable"`
 	}{e.Code, false})
-	return rpcError(m.ID, &jsonrpc.Error{Code: upstream.JSONRPCCode, Data: data,
+	return mcphttp.ErrorResponse(m.ID, &jsonrpc.Error{Code: upstream.JSONRPCCode, Data: data,
 		Message: e.Message + " (" + e.Code + ") after the answers were sent: they may have taken effect, so the proxy will not send them again; call the tool again to start over"})
 }
 
@@ -201,10 +201,10 @@ func (p *Proxy) ask(ctx context.Context, m *mcphttp.Message, body []byte, princi
 // that refuses it.
 func (p *Proxy) sealRound(ctx context.Context, m *mcphttp.Message, body []byte, principal string, resp []byte, after *host.UpstreamOutcome) (*host.UpstreamRound, []byte) {
 	t := time.Now()
-	sctx, span := server.StartGuardStep(ctx, p.cfg.Telemetry, "guard ask")
+	sctx, span := observe.StartGuardStep(ctx, p.cfg.Telemetry, "guard ask")
 	round, err := p.cfg.Guard.UpstreamAsk(sctx, p.upstreamCall(ctx, m, body, principal), resp, after)
-	server.RecordPolicyVerdict(sctx, span, err)
-	endStep(span, err)
+	observe.RecordPolicyVerdict(sctx, span, err)
+	observe.EndStep(span, err)
 	p.metrics.GuardTime.WithLabelValues("ask").Observe(time.Since(t).Seconds())
 	if err != nil {
 		p.audit(audit.Refusal(p.auditRecord("form.refused", m, body, principal), err))
@@ -224,19 +224,19 @@ func (p *Proxy) sealRound(ctx context.Context, m *mcphttp.Message, body []byte, 
 func (p *Proxy) refusedAsk(m *mcphttp.Message, err error) []byte {
 	e, ok := host.AsError(err)
 	if !ok {
-		return rpcError(m.ID, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"})
+		return mcphttp.ErrorResponse(m.ID, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"})
 	}
 	switch {
 	case e.Code == host.CodeCapabilityMissing:
 		p.up.refused.WithLabelValues("capability").Inc()
 		p.log.Info("upstream asked for a kind the client did not declare", "target", m.Target(), "code", e.Code)
-		return rpcError(m.ID, &jsonrpc.Error{Code: int64(e.JSONRPCCode()), Message: e.Message, Data: e.Data})
+		return mcphttp.ErrorResponse(m.ID, &jsonrpc.Error{Code: int64(e.JSONRPCCode()), Message: e.Message, Data: e.Data})
 	case e.Code == host.CodeRoundsExceeded || e.Code == "mrtr.upstream.invalid_result" || e.JSONRPCCode() == -32603:
 		if e.Code == "mrtr.upstream.invalid_result" {
 			p.up.refused.WithLabelValues("invalid_result").Inc()
 		}
 		p.log.Warn("upstream round refused", "target", m.Target(), "code", e.Code)
-		return rpcError(m.ID, &jsonrpc.Error{Code: int64(e.JSONRPCCode()), Message: e.Message, Data: e.Data})
+		return mcphttp.ErrorResponse(m.ID, &jsonrpc.Error{Code: int64(e.JSONRPCCode()), Message: e.Message, Data: e.Data})
 	}
 	// A lint error or a policy denial: the form is the server's bug.
 	field, rule, code, why := "", "", e.Code, e.Message
@@ -266,7 +266,7 @@ func (p *Proxy) refusedAsk(m *mcphttp.Message, err error) []byte {
 	}
 	msg += "): " + why + ". Server author: ask for secrets and data like this in URL mode (elicitation mode \"url\"), never in a form."
 	if m.Method != "tools/call" {
-		return rpcError(m.ID, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: msg})
+		return mcphttp.ErrorResponse(m.ID, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: msg})
 	}
 	text, _ := json.Marshal(msg)
 	return rpcResult(m.ID, json.RawMessage(`{"content":[{"type":"text","text":`+string(text)+`}],"isError":true}`))
@@ -276,13 +276,13 @@ func (p *Proxy) refusedAsk(m *mcphttp.Message, err error) []byte {
 // or the round is forwarded once with the upstream's state put back.
 func (p *Proxy) resume(ctx context.Context, m *mcphttp.Message, body []byte, h http.Header, principal string, s Sink) {
 	t := time.Now()
-	sctx, span := server.StartGuardStep(ctx, p.cfg.Telemetry, "guard resume")
+	sctx, span := observe.StartGuardStep(ctx, p.cfg.Telemetry, "guard resume")
 	out, err := p.cfg.Guard.UpstreamResume(sctx, p.upstreamCall(ctx, m, body, principal))
 	if out != nil {
 		span.SetString("mrtr.outcome", string(out.Status))
 	}
-	server.RecordPolicyVerdict(sctx, span, err)
-	endStep(span, err)
+	observe.RecordPolicyVerdict(sctx, span, err)
+	observe.EndStep(span, err)
 	p.metrics.GuardTime.WithLabelValues("resume").Observe(time.Since(t).Seconds())
 	ar := p.auditRecord("form.answered", m, body, principal)
 	if err != nil {
@@ -297,7 +297,7 @@ func (p *Proxy) resume(ctx context.Context, m *mcphttp.Message, body []byte, h h
 	if err != nil {
 		e, ok := host.AsError(err)
 		if !ok {
-			s.Final(rpcError(m.ID, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}))
+			s.Final(mcphttp.ErrorResponse(m.ID, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}))
 			return
 		}
 		if e.Code == host.CodeStateInvalid {
@@ -313,7 +313,7 @@ func (p *Proxy) resume(ctx context.Context, m *mcphttp.Message, body []byte, h h
 		if roundOver(e.Code) {
 			p.endRoundOf(m, principal)
 		}
-		s.Final(rpcError(m.ID, &jsonrpc.Error{Code: int64(e.JSONRPCCode()), Message: e.Message, Data: e.Data}))
+		s.Final(mcphttp.ErrorResponse(m.ID, &jsonrpc.Error{Code: int64(e.JSONRPCCode()), Message: e.Message, Data: e.Data}))
 		return
 	}
 	p.noteDropped(m, out.Dropped)
@@ -363,7 +363,7 @@ func (p *Proxy) resume(ctx context.Context, m *mcphttp.Message, body []byte, h h
 	if err == nil && replay {
 		ospan.SetString("mrtr.once", "replay")
 	}
-	endStep(ospan, err)
+	observe.EndStep(ospan, err)
 	p.auditForward(m, principal, out, replay, err)
 	switch {
 	case err == nil && replay:
@@ -384,28 +384,16 @@ func (p *Proxy) resume(ctx context.Context, m *mcphttp.Message, body []byte, h h
 			return
 		}
 		if je := (*jsonrpc.Error)(nil); errors.As(err, &je) { // errStartAgain, errPendingFull
-			s.Final(rpcError(m.ID, je))
+			s.Final(mcphttp.ErrorResponse(m.ID, je))
 			return
 		}
 		e, ok := host.AsError(err)
 		if !ok {
-			s.Final(rpcError(m.ID, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}))
+			s.Final(mcphttp.ErrorResponse(m.ID, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}))
 			return
 		}
-		s.Final(rpcError(m.ID, &jsonrpc.Error{Code: int64(e.JSONRPCCode()), Message: e.Message, Data: e.Data}))
+		s.Final(mcphttp.ErrorResponse(m.ID, &jsonrpc.Error{Code: int64(e.JSONRPCCode()), Message: e.Message, Data: e.Data}))
 	}
-}
-
-// endStep ends a guard step's span with the error's stable code.
-func endStep(s telemetry.Span, err error) {
-	if e, ok := host.AsError(err); ok {
-		s.Fail(e.Code)
-		err = nil
-	} else if e, ok := upstream.AsError(err); ok {
-		s.Fail(e.Code)
-		err = nil
-	}
-	s.End(err)
 }
 
 // metaString reads a string from the request's _meta.

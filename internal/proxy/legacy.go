@@ -26,9 +26,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mrtr-wasm/mrtr-wasm/internal/identity"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/legacy"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/mcphttp"
-	"github.com/mrtr-wasm/mrtr-wasm/internal/server"
 )
 
 // legacyFront is the SDK server legacy sessions talk to. It holds no
@@ -167,7 +167,7 @@ func (p *Proxy) offerUpstream(ctx context.Context, extra *mcp.RequestExtra, ir *
 // legacyPrincipal is who calls on a session, and the headers that go
 // upstream for them.
 func (p *Proxy) legacyPrincipal(extra *mcp.RequestExtra) (string, http.Header) {
-	principal := server.Anonymous
+	principal := identity.Anonymous
 	in := http.Header{}
 	if extra != nil {
 		if extra.TokenInfo != nil && extra.TokenInfo.UserID != "" {
@@ -296,7 +296,7 @@ func (p *Proxy) forwardLegacy(ctx context.Context, ss *mcp.ServerSession, extra 
 	}
 	h := fetchHeaders(in, method)
 	if target != "" {
-		h.Set("Mcp-Name", encodeHeader(target))
+		h.Set("Mcp-Name", mcphttp.EncodeHeader(target))
 	}
 	if method == "tools/call" {
 		// The Mcp-Param-* headers a 2026-07-28 client sends (an upstream

@@ -233,7 +233,7 @@ func stateOfResponse(resp []byte) string {
 func (p *Proxy) legacyAnswer(ctx context.Context, m *mcphttp.Message, body []byte, principal string, msg []byte, h http.Header, s Sink) []byte {
 	resp, jerr := p.runLegacy(ctx, m, body, principal, msg, h, nil, s)
 	if jerr != nil {
-		return rpcError(m.ID, jerr)
+		return mcphttp.ErrorResponse(m.ID, jerr)
 	}
 	return resp
 }
@@ -293,7 +293,7 @@ func (p *Proxy) awaitLegacy(ctx context.Context, m *mcphttp.Message, body []byte
 			// child's slot is released only when the call returns).
 			lc.cancel()
 			go drain(lc)
-			return rpcError(m.ID, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the request ended before the upstream answered"})
+			return mcphttp.ErrorResponse(m.ID, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the request ended before the upstream answered"})
 		}
 		if ev.final {
 			if ev.err != nil {
@@ -308,7 +308,7 @@ func (p *Proxy) awaitLegacy(ctx context.Context, m *mcphttp.Message, body []byte
 			if claimsPendingState(resp) {
 				p.up.refused.WithLabelValues("invalid_result").Inc()
 				p.log.Warn("refused an upstream round whose requestState takes the proxy's reserved prefix", "target", m.Target(), "prefix", pendingPrefix)
-				return rpcError(m.ID, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+				return mcphttp.ErrorResponse(m.ID, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
 					Message: "the upstream's requestState begins with " + strconv.Quote(pendingPrefix) + ", which mrtr-wasm proxy reserves for its own rounds"})
 			}
 			return p.ask(ctx, m, body, principal, resp, after)
@@ -346,7 +346,7 @@ func (p *Proxy) awaitLegacy(ctx context.Context, m *mcphttp.Message, body []byte
 			// declared none has none, the upstream hears so, and the call
 			// goes on.
 			p.up.refused.WithLabelValues("capability").Inc()
-			reply := rpcError(r.ID, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "the client of this call declared no roots"})
+			reply := mcphttp.ErrorResponse(r.ID, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "the client of this call declared no roots"})
 			if err := p.cfg.Upstream.Send(upstream.WithPrincipal(ctx, lc.principal), reply, lc.h); err != nil {
 				p.log.Warn("legacy upstream: the answer to its request could not be sent", "method", r.Method, "error", errText(err))
 			}

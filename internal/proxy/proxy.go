@@ -24,8 +24,8 @@ import (
 	"github.com/mrtr-wasm/mrtr-wasm/internal/identity"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/legacy"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/mcphttp"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/observe"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/ops"
-	"github.com/mrtr-wasm/mrtr-wasm/internal/server"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/telemetry"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/upstream"
 )
@@ -38,7 +38,7 @@ type Config struct {
 	// Upstream is the server behind the proxy.
 	Upstream upstream.Upstream
 	// Auth checks who calls (--auth-tokens or OAuth access tokens); nil:
-	// every caller is server.Anonymous.
+	// every caller is identity.Anonymous.
 	Auth *identity.Authenticator
 	// PassToken sends the client's own bearer token upstream (off by
 	// default: the upstream never sees it).
@@ -101,7 +101,7 @@ type Proxy struct {
 	cfg      Config
 	streams  mcphttp.Streams
 	log      *slog.Logger
-	metrics  *server.Metrics
+	metrics  *observe.Metrics
 	up       *upMetrics
 	tools    *scopedCache[toolList]
 	upID     string
@@ -143,7 +143,7 @@ func New(cfg Config) (*Proxy, error) {
 	if cfg.ToolsMinTTL == 0 {
 		cfg.ToolsMinTTL = time.Second
 	}
-	p := &Proxy{cfg: cfg, log: cfg.Logger, metrics: server.NewMetrics(cfg.Registry), upID: cfg.Upstream.ID()}
+	p := &Proxy{cfg: cfg, log: cfg.Logger, metrics: observe.NewMetrics(cfg.Registry), upID: cfg.Upstream.ID()}
 	p.ops = ops.New(append([]ops.Check{{Name: "upstream", Probe: p.upstreamReady}}, cfg.Ready...)...)
 	p.cfg.Upstream = upstream.Traced(cfg.Upstream, cfg.Telemetry)
 	p.up = &upMetrics{
@@ -187,7 +187,7 @@ func New(cfg Config) (*Proxy, error) {
 	// One sessions handler, however many handlers are built: the
 	// sessions and their count live there.
 	p.sessions = &legacy.Sessions{Server: p.legacy.srv, Max: p.cfg.MaxSessions, PerPrincipal: p.cfg.MaxSessionsPerPrincipal,
-		Principal: server.RequestPrincipal, Refused: p.metrics.LegacySessionsRefused.Inc,
+		Principal: identity.RequestPrincipal, Refused: p.metrics.LegacySessionsRefused.Inc,
 		Handler: mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return p.legacy.srv }, &mcp.StreamableHTTPOptions{
 			SessionTimeout: p.cfg.SessionIdle, MaxRequestBodyBytes: mcphttp.MaxBody,
 		})}
@@ -196,7 +196,7 @@ func New(cfg Config) (*Proxy, error) {
 }
 
 // Metrics returns the shared guard metrics.
-func (p *Proxy) Metrics() *server.Metrics { return p.metrics }
+func (p *Proxy) Metrics() *observe.Metrics { return p.metrics }
 
 // Lifecycle is the proxy's readiness and drain (Drain on SIGTERM).
 func (p *Proxy) Lifecycle() *ops.Lifecycle { return p.ops }
@@ -290,7 +290,7 @@ func (p *Proxy) serveMCP(w http.ResponseWriter, r *http.Request) {
 		mcphttp.WriteRPCError(w, http.StatusBadRequest, id, jerr)
 		return
 	}
-	principal := server.RequestPrincipal(r)
+	principal := identity.RequestPrincipal(r)
 	h := p.upstreamHeaders(r.Header, principal)
 	var params []mcphttp.ParamHeader
 	if m.Method == "tools/call" {
@@ -342,7 +342,7 @@ func (c *conformingSink) Final(raw []byte) {
 	if err != nil {
 		c.p.up.refused.WithLabelValues("invalid_result").Inc()
 		c.p.log.Warn("the upstream's result is not valid MCP 2026-07-28; the client gets an error", "method", c.m.Method, "error", err.Error())
-		out = rpcError(c.m.ID, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+		out = mcphttp.ErrorResponse(c.m.ID, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
 			Message: "the upstream server answered " + c.m.Method + " with a result that is not valid MCP 2026-07-28 (" + err.Error() + "); the proxy does not relay it"})
 	}
 	c.Sink.Final(out)
@@ -356,7 +356,7 @@ func (p *Proxy) upstreamHeaders(in http.Header, principal string) http.Header {
 	for k, v := range in {
 		switch {
 		case k == "Mcp-Method" || k == "Mcp-Name":
-			h[k] = []string{encodeHeader(v[0])}
+			h[k] = []string{mcphttp.EncodeHeader(v[0])}
 		case k == "Mcp-Protocol-Version" || k == "Traceparent" || k == "Tracestate" || strings.HasPrefix(k, "Mcp-Param-"):
 			h[k] = v
 		}
@@ -367,7 +367,7 @@ func (p *Proxy) upstreamHeaders(in http.Header, principal string) http.Header {
 		}
 	}
 	if p.cfg.ForwardPrincipal != "" {
-		h.Set(p.cfg.ForwardPrincipal, encodeHeader(principal))
+		h.Set(p.cfg.ForwardPrincipal, mcphttp.EncodeHeader(principal))
 	}
 	return h
 }
@@ -393,10 +393,6 @@ func declaredParamsOnly(h http.Header, params []mcphttp.ParamHeader) {
 		}
 	}
 }
-
-// encodeHeader puts a value that is not printable ASCII, or that HTTP
-// would trim, in the =?base64?…?= form (Check decoded it).
-func encodeHeader(v string) string { return mcphttp.EncodeHeader(v) }
 
 // Sink receives what goes back to the client for one request: messages
 // that arrive before the response (notifications), then the response.
@@ -558,7 +554,7 @@ func (s *httpSink) finish() {
 	done := s.done
 	s.mu.Unlock()
 	if !done {
-		s.Final(rpcError(nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}))
+		s.Final(mcphttp.ErrorResponse(nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}))
 	}
 }
 
@@ -575,9 +571,6 @@ func writeEvent(w io.Writer, raw []byte) error {
 	_, err := w.Write(b.Bytes())
 	return err
 }
-
-// rpcError is a JSON-RPC error response with the given raw id.
-func rpcError(id json.RawMessage, e *jsonrpc.Error) []byte { return mcphttp.ErrorResponse(id, e) }
 
 // rpcResult is a JSON-RPC result response with the given raw id.
 func rpcResult(id, result json.RawMessage) []byte {

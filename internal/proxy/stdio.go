@@ -11,9 +11,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mrtr-wasm/mrtr-wasm/internal/identity"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/legacy"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/mcphttp"
-	"github.com/mrtr-wasm/mrtr-wasm/internal/server"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/upstream"
 )
 
@@ -21,7 +21,7 @@ import (
 // and out until in ends or ctx does, in the era its first message picks
 // (legacy.StdioEra, as serve --stdio): an initialize of an earlier
 // revision gets a session of the legacy front, as on HTTP; anything else
-// is served as 2026-07-28. The caller is server.Anonymous (the user who
+// is served as 2026-07-28. The caller is identity.Anonymous (the user who
 // started the process); requests are served concurrently.
 func (p *Proxy) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
 	rest, old, err := legacy.StdioEra(in, mcphttp.MaxBody)
@@ -66,22 +66,22 @@ func (p *Proxy) serveStdio(ctx context.Context, in io.Reader, out io.Writer) err
 				if m != nil {
 					id = m.ID
 				}
-				if werr := write(rpcError(id, jerr)); werr != nil {
+				if werr := write(mcphttp.ErrorResponse(id, jerr)); werr != nil {
 					return werr
 				}
 			case !m.IsCall():
-				if serr := p.cfg.Upstream.Send(upstream.WithPrincipal(ctx, server.Anonymous), line, nil); serr != nil {
+				if serr := p.cfg.Upstream.Send(upstream.WithPrincipal(ctx, identity.Anonymous), line, nil); serr != nil {
 					p.log.Warn("upstream did not take a notification", "method", m.Method, "error", errText(serr))
 				}
 			default:
-				h := http.Header{"Mcp-Method": {encodeHeader(m.Method)}, "Mcp-Protocol-Version": {mcphttp.ProtocolVersion}}
+				h := http.Header{"Mcp-Method": {mcphttp.EncodeHeader(m.Method)}, "Mcp-Protocol-Version": {mcphttp.ProtocolVersion}}
 				if canAsk(m.Method) {
-					h.Set("Mcp-Name", encodeHeader(m.Target()))
+					h.Set("Mcp-Name", mcphttp.EncodeHeader(m.Target()))
 				}
 				wg.Add(1)
 				go func(m *mcphttp.Message, body []byte) {
 					defer wg.Done()
-					p.Handle(withWire(ctx, wire{protocolVersion: mcphttp.ProtocolVersion, transport: "pipe"}), m, body, h, server.Anonymous, p.conforming(m, &lineSink{write: write}))
+					p.Handle(withWire(ctx, wire{protocolVersion: mcphttp.ProtocolVersion, transport: "pipe"}), m, body, h, identity.Anonymous, p.conforming(m, &lineSink{write: write}))
 				}(m, line)
 			}
 		}
@@ -90,7 +90,7 @@ func (p *Proxy) serveStdio(ctx context.Context, in io.Reader, out io.Writer) err
 				return nil
 			}
 			if errors.Is(err, errTooLong) {
-				if werr := write(rpcError(nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "message over 1 MiB"})); werr != nil {
+				if werr := write(mcphttp.ErrorResponse(nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "message over 1 MiB"})); werr != nil {
 					return werr
 				}
 				continue

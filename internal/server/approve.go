@@ -1,13 +1,11 @@
 package server
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -132,38 +130,4 @@ func cancelResult(cancelled bool, b *crm.Booking, msg string, isErr bool) *mcp.C
 		sc["booking"] = b
 	}
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: msg}}, StructuredContent: sc, IsError: isErr}
-}
-
-// Approve keeps the policy's approvals when tracing wraps it.
-func (tp *tracedPolicy) Approve(ctx context.Context, q *host.PolicyQuery) (*host.Approval, error) {
-	ap, ok := tp.p.(host.ApprovalPolicy)
-	if !ok {
-		return nil, nil
-	}
-	ctx, s := tp.tel.StartStep(ctx, "policy approve")
-	a, err := ap.Approve(ctx, q)
-	endStep(s, err)
-	return a, err
-}
-
-func (i *instrumented) Approve(ctx context.Context, req *host.Request) (*host.Outcome, error) {
-	t := time.Now()
-	o, err := i.g.Approve(ctx, req)
-	i.m.GuardTime.WithLabelValues("approve").Observe(time.Since(t).Seconds())
-	if e, ok := host.AsError(err); ok && e.Code == host.CodeStateInvalid {
-		i.m.Rejected.WithLabelValues(cmp.Or(e.Reason, "unknown")).Inc()
-	}
-	return o, err
-}
-
-func (t *tracedGuard) Approve(ctx context.Context, req *host.Request) (*host.Outcome, error) {
-	ctx, s := StartGuardStep(ctx, t.tel, "guard approve")
-	s.SetString("mrtr.target", req.Target)
-	o, err := t.g.Approve(ctx, req)
-	RecordPolicyVerdict(ctx, s, err)
-	if o != nil {
-		s.SetString("mrtr.outcome", string(o.Status))
-	}
-	endStep(s, err)
-	return o, err
 }

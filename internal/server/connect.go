@@ -12,6 +12,7 @@ import (
 	"unicode"
 
 	"github.com/mrtr-wasm/mrtr-wasm/internal/crm"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/identity"
 )
 
 // The /connect/{id} page takes an outside calendar's API key for the
@@ -125,7 +126,7 @@ func (s *Server) visitor(w http.ResponseWriter, r *http.Request, id, owner strin
 	a := s.cfg.Auth
 	switch {
 	case a == nil:
-		return Anonymous, pageData{Form: true}, true
+		return identity.Anonymous, pageData{Form: true}, true
 	case a.Tokens() != nil:
 		return owner, pageData{Form: true, Account: owner, Capability: true}, true
 	case a.Login() == nil:

@@ -19,10 +19,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mrtr-wasm/mrtr-wasm/internal/legacy"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/mcphttp"
 )
-
-// LegacyProtocolVersions are the earlier revisions served on sessions.
-var LegacyProtocolVersions = legacy.ProtocolVersions
 
 // Defaults for legacy sessions.
 const (
@@ -78,7 +76,7 @@ func (s *Server) legacyTool(h mcp.ToolHandler) mcp.ToolHandler {
 // an initialize of an earlier revision opens a legacy session; anything
 // else is 2026-07-28, with the _meta checks.
 func (s *Server) RunStdio(ctx context.Context, in io.Reader, out io.WriteCloser) error {
-	rest, old, err := legacy.StdioEra(in, MaxBody)
+	rest, old, err := legacy.StdioEra(in, mcphttp.MaxBody)
 	if err != nil {
 		return err
 	}

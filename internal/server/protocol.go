@@ -27,24 +27,11 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mrtr-wasm/mrtr-wasm/internal/identity"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/mcphttp"
-)
-
-// Spec error codes, and the checks serve shares with proxy
-// (internal/mcphttp).
-const (
-	CodeHeaderMismatch             = mcphttp.CodeHeaderMismatch
-	CodeUnsupportedProtocolVersion = mcphttp.CodeUnsupportedProtocolVersion
-)
-
-var (
-	checkMeta     = mcphttp.CheckMeta
-	decodeHeader  = mcphttp.DecodeHeader
-	writeRPCError = mcphttp.WriteRPCError
 )
 
 // CheckRequests wraps the SDK's HTTP handler with the checks above and
@@ -57,31 +44,31 @@ func CheckRequests(next http.Handler, streams *mcphttp.Streams) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		body, err := mcphttp.ReadBody(w, r, MaxBody)
+		body, err := mcphttp.ReadBody(w, r, mcphttp.MaxBody)
 		if err != nil {
-			mcphttp.WriteBodyError(w, err, MaxBody)
+			mcphttp.WriteBodyError(w, err, mcphttp.MaxBody)
 			return
 		}
 		msg, isObject, err := scanMessage(body)
 		if err != nil {
-			writeRPCError(w, http.StatusBadRequest, msg.id, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: err.Error()})
+			mcphttp.WriteRPCError(w, http.StatusBadRequest, msg.id, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: err.Error()})
 			return
 		}
-		if v := r.Header.Get("MCP-Protocol-Version"); v != "" && v != ProtocolVersion {
-			data, _ := json.Marshal(map[string]any{"supported": []string{ProtocolVersion}, "requested": v})
-			writeRPCError(w, http.StatusBadRequest, msg.id, &jsonrpc.Error{Code: CodeUnsupportedProtocolVersion,
-				Message: "unsupported protocol version: this server speaks " + ProtocolVersion, Data: data})
+		if v := r.Header.Get("MCP-Protocol-Version"); v != "" && v != mcphttp.ProtocolVersion {
+			data, _ := json.Marshal(map[string]any{"supported": []string{mcphttp.ProtocolVersion}, "requested": v})
+			mcphttp.WriteRPCError(w, http.StatusBadRequest, msg.id, &jsonrpc.Error{Code: mcphttp.CodeUnsupportedProtocolVersion,
+				Message: "unsupported protocol version: this server speaks " + mcphttp.ProtocolVersion, Data: data})
 			return
 		}
 		if e := mcphttp.CheckRepeatedHeaders(r.Header); e != nil {
-			writeRPCError(w, http.StatusBadRequest, msg.id, e)
+			mcphttp.WriteRPCError(w, http.StatusBadRequest, msg.id, e)
 			return
 		}
 		for _, h := range []string{"Mcp-Name", "Mcp-Method"} {
 			if v := r.Header.Get(h); v != "" {
-				d, ok := decodeHeader(v)
+				d, ok := mcphttp.DecodeHeader(v)
 				if !ok {
-					writeRPCError(w, http.StatusBadRequest, msg.id, &jsonrpc.Error{Code: CodeHeaderMismatch, Message: "malformed base64 value in the " + h + " header"})
+					mcphttp.WriteRPCError(w, http.StatusBadRequest, msg.id, &jsonrpc.Error{Code: mcphttp.CodeHeaderMismatch, Message: "malformed base64 value in the " + h + " header"})
 					return
 				}
 				r.Header.Set(h, d)
@@ -92,18 +79,18 @@ func CheckRequests(next http.Handler, streams *mcphttp.Streams) http.Handler {
 			isCall := len(msg.id) > 0 && string(msg.id) != "null"
 			switch {
 			case errors.Is(err, errAmbiguous):
-				writeRPCError(w, http.StatusBadRequest, msg.id, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()})
+				mcphttp.WriteRPCError(w, http.StatusBadRequest, msg.id, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()})
 				return
 			case err != nil: // params not an object: the SDK's to refuse
 			default:
-				if e := checkMeta(msg.method, isCall, rc.meta); e != nil {
-					writeRPCError(w, http.StatusBadRequest, msg.id, e)
+				if e := mcphttp.CheckMeta(msg.method, isCall, rc.meta); e != nil {
+					mcphttp.WriteRPCError(w, http.StatusBadRequest, msg.id, e)
 					return
 				}
 				defer fileHTTP(r.Header, rc)()
 			}
 			if msg.method == "subscriptions/listen" && isCall && streams != nil {
-				release, ok := streams.Acquire(RequestPrincipal(r))
+				release, ok := streams.Acquire(identity.RequestPrincipal(r))
 				if !ok {
 					mcphttp.WriteBusy(w, msg.id)
 					return
@@ -114,14 +101,6 @@ func CheckRequests(next http.Handler, streams *mcphttp.Streams) http.Handler {
 		// Anything else (batches, bad JSON) is the SDK's to refuse.
 		next.ServeHTTP(w, r)
 	})
-}
-
-// RequestPrincipal is the authenticated principal of r, or Anonymous.
-func RequestPrincipal(r *http.Request) string {
-	if ti := auth.TokenInfoFromContext(r.Context()); ti != nil && ti.UserID != "" {
-		return ti.UserID
-	}
-	return Anonymous
 }
 
 // CheckStdio wraps a transport (stdio) with the _meta check: a request
@@ -159,7 +138,7 @@ func (c *checkedConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			rc = &rawCall{} // not an object: the SDK refuses it
 			fallthrough
 		default:
-			e = checkMeta(req.Method, req.IsCall(), rc.meta)
+			e = mcphttp.CheckMeta(req.Method, req.IsCall(), rc.meta)
 		}
 		if e == nil {
 			fileStdio(req, rc)

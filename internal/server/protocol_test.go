@@ -243,3 +243,30 @@ func TestProtocol(t *testing.T) {
 		}
 	})
 }
+
+// TestRepeatedMCPHeadersRefused: two Mcp-Name (or Mcp-Method) headers are
+// refused: the server read the first, and an intermediary that routes on
+// the last would have seen another tool.
+func TestRepeatedMCPHeadersRefused(t *testing.T) {
+	ts, _ := newTestServer(t, nil)
+	body := `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"list_bookings","arguments":{},` +
+		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+	for _, h := range []string{"Mcp-Name", "Mcp-Method"} {
+		req, _ := http.NewRequest("POST", ts.URL+"/mcp", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+		req.Header.Set("Mcp-Method", "tools/call")
+		req.Header.Set("Mcp-Name", "list_bookings")
+		req.Header.Add(h, map[string]string{"Mcp-Name": "book_demo_call", "Mcp-Method": "tools/list"}[h])
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), "-32020") || !strings.Contains(string(b), "repeated") {
+			t.Errorf("two %s headers: HTTP %d %s", h, resp.StatusCode, b)
+		}
+	}
+}

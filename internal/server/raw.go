@@ -72,7 +72,7 @@ func quoteKey(k string) string {
 // JSON: the SDK refuses it).
 func scanMessage(body []byte) (m rawMessage, ok bool, err error) {
 	var sc objectScanner
-	end, err := sc.walk(body, skipWS(body, 0), "the message", func(k string, at int) (int, bool) {
+	end, err := sc.walk(body, rawjson.SkipSpace(body, 0), "the message", func(k string, at int) (int, bool) {
 		if k == "params" {
 			end := 0
 			if m.call, end, m.paramsErr = scanParamsAt(body, at); m.paramsErr == nil {
@@ -81,8 +81,8 @@ func scanMessage(body []byte) (m rawMessage, ok bool, err error) {
 			}
 			m.call = nil // not an object, or ambiguous: find its end the plain way
 		}
-		end, ok := skipValue(body, at)
-		if !ok {
+		end := rawjson.SkipValue(body, at)
+		if end <= at {
 			return 0, false
 		}
 		v := body[at:end:end]
@@ -96,7 +96,7 @@ func scanMessage(body []byte) (m rawMessage, ok bool, err error) {
 		}
 		return end, true
 	})
-	if err == nil && skipWS(body, end) != len(body) {
+	if err == nil && rawjson.SkipSpace(body, end) != len(body) {
 		err = errSyntax
 	}
 	if m.params == nil {
@@ -114,8 +114,8 @@ func scanParams(params []byte) (*rawCall, error) {
 	if len(params) == 0 {
 		return &rawCall{}, nil
 	}
-	rc, end, err := scanParamsAt(params, skipWS(params, 0))
-	if err == nil && skipWS(params, end) != len(params) {
+	rc, end, err := scanParamsAt(params, rawjson.SkipSpace(params, 0))
+	if err == nil && rawjson.SkipSpace(params, end) != len(params) {
 		return nil, errSyntax
 	}
 	return rc, err
@@ -128,8 +128,8 @@ func scanParamsAt(b []byte, i int) (*rawCall, int, error) {
 	var sc objectScanner
 	var meta []byte
 	end, err := sc.walk(b, i, "params", func(k string, at int) (int, bool) {
-		end, ok := skipValue(b, at)
-		if !ok {
+		end := rawjson.SkipValue(b, at)
+		if end <= at {
 			return 0, false
 		}
 		switch v := b[at:end:end]; k {
@@ -167,14 +167,15 @@ var errSyntax = errors.New("not a JSON object")
 
 // members calls fn with each member of the object that is all of b.
 func (sc *objectScanner) members(b []byte, where string, fn func(key string, val []byte)) error {
-	end, err := sc.walk(b, skipWS(b, 0), where, func(k string, at int) (int, bool) {
-		end, ok := skipValue(b, at)
-		if ok {
-			fn(k, b[at:end:end])
+	end, err := sc.walk(b, rawjson.SkipSpace(b, 0), where, func(k string, at int) (int, bool) {
+		end := rawjson.SkipValue(b, at)
+		if end <= at {
+			return 0, false
 		}
-		return end, ok
+		fn(k, b[at:end:end])
+		return end, true
 	})
-	if err == nil && skipWS(b, end) != len(b) {
+	if err == nil && rawjson.SkipSpace(b, end) != len(b) {
 		return errSyntax
 	}
 	return err
@@ -188,7 +189,7 @@ func (sc *objectScanner) walk(b []byte, i int, where string, value func(key stri
 	if i >= len(b) || b[i] != '{' {
 		return 0, errSyntax
 	}
-	i = skipWS(b, i+1)
+	i = rawjson.SkipSpace(b, i+1)
 	if i < len(b) && b[i] == '}' {
 		return i + 1, nil
 	}
@@ -196,8 +197,8 @@ func (sc *objectScanner) walk(b []byte, i int, where string, value func(key stri
 		if i >= len(b) || b[i] != '"' {
 			return 0, errSyntax
 		}
-		end, ok := skipString(b, i)
-		if !ok {
+		end := rawjson.SkipString(b, i)
+		if end <= i {
 			return 0, errSyntax
 		}
 		key := string(b[i+1 : end-1])
@@ -209,16 +210,16 @@ func (sc *objectScanner) walk(b []byte, i int, where string, value func(key stri
 		if sc.seen(key) {
 			return 0, &ambiguousError{where, key}
 		}
-		i = skipWS(b, end)
+		i = rawjson.SkipSpace(b, end)
 		if i >= len(b) || b[i] != ':' {
 			return 0, errSyntax
 		}
-		i = skipWS(b, i+1)
+		i = rawjson.SkipSpace(b, i+1)
 		vend, ok := value(key, i)
 		if !ok {
 			return 0, errSyntax
 		}
-		i = skipWS(b, vend)
+		i = rawjson.SkipSpace(b, vend)
 		if i >= len(b) {
 			return 0, errSyntax
 		}
@@ -228,17 +229,18 @@ func (sc *objectScanner) walk(b []byte, i int, where string, value func(key stri
 		if b[i] != ',' {
 			return 0, errSyntax
 		}
-		i = skipWS(b, i+1)
+		i = rawjson.SkipSpace(b, i+1)
 	}
 }
 
 // seen records key and reports whether it, or a key equal to it up to
-// case, came before.
+// case as encoding/json ignores it, came before: "reque\u017ftState" (a
+// long s) is requestState to it, though its bytes are longer.
 func (sc *objectScanner) seen(key string) bool {
 	const linear = 16
 	if sc.fold == nil && len(sc.keys) < linear {
 		for _, k := range sc.keys {
-			if k == key || foldEqual(k, key) {
+			if k == key || strings.EqualFold(k, key) {
 				return true
 			}
 		}
@@ -248,36 +250,15 @@ func (sc *objectScanner) seen(key string) bool {
 	if sc.fold == nil {
 		sc.fold = make(map[string]struct{}, 2*linear)
 		for _, k := range sc.keys {
-			sc.fold[foldKey(k)] = struct{}{}
+			sc.fold[rawjson.FoldName(k)] = struct{}{}
 		}
 	}
-	f := foldKey(key)
+	f := rawjson.FoldName(key)
 	if _, dup := sc.fold[f]; dup {
 		return true
 	}
 	sc.fold[f] = struct{}{}
 	return false
-}
-
-// Case as encoding/json ignores it: "reque\u017ftState" (a long s) is
-// requestState to it, though its bytes are longer.
-func foldEqual(a, b string) bool { return strings.EqualFold(a, b) }
-
-func foldKey(k string) string { return rawjson.FoldName(k) }
-
-// The walk's primitives are rawjson's (the proxy and the stdio upstream
-// read members the same way); ok is false where b ends first or holds no
-// value there.
-func skipWS(b []byte, i int) int { return rawjson.SkipSpace(b, i) }
-
-func skipString(b []byte, i int) (int, bool) {
-	e := rawjson.SkipString(b, i)
-	return e, e > i
-}
-
-func skipValue(b []byte, i int) (int, bool) {
-	e := rawjson.SkipValue(b, i)
-	return e, e > i
 }
 
 // --- filing the raw params under the request's identity -------------------

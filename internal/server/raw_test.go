@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mrtr-wasm/mrtr-wasm/host"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/observe"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/server"
 )
 
@@ -141,7 +142,7 @@ func TestAnswersCheckedAsSentStdio(t *testing.T) {
 
 // recorder passes every call to the real guard and keeps what it was given.
 type recorder struct {
-	server.Guard
+	observe.Guard
 	mu  sync.Mutex
 	got []host.Request
 }

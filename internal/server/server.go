@@ -19,35 +19,16 @@ import (
 	"github.com/mrtr-wasm/mrtr-wasm/internal/identity"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/legacy"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/mcphttp"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/observe"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/ops"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/telemetry"
-	"github.com/mrtr-wasm/mrtr-wasm/ledger"
 	"github.com/mrtr-wasm/mrtr-wasm/ledger/postgres"
 )
-
-// ProtocolVersion is the only MCP revision this server speaks.
-const ProtocolVersion = mcphttp.ProtocolVersion
-
-// MaxBody bounds every request body on /mcp.
-const MaxBody = mcphttp.MaxBody
-
-// Anonymous is every caller's principal when there is no authentication.
-const Anonymous = identity.Anonymous
-
-// Guard is what the handlers need from *host.Guard (ask, resume, and run
-// an effect exactly once through the ledger).
-type Guard interface {
-	Ask(ctx context.Context, req *host.Request, inputs []host.InputRequest, opts ...host.AskOption) (*host.InputRequiredResult, error)
-	Resume(ctx context.Context, req *host.Request) (*host.Outcome, error)
-	Once(ctx context.Context, out *host.Outcome, effect func(context.Context) ([]byte, error)) ([]byte, bool, error)
-	Approve(ctx context.Context, req *host.Request) (*host.Outcome, error)
-	OnceTx(ctx context.Context, out *host.Outcome, run func(context.Context, ledger.Op) (ledger.Claim, error)) ([]byte, bool, error)
-}
 
 // Config is everything a Server needs.
 type Config struct {
 	// Guard guards the demo tools (with the deployment's policy and ledger).
-	Guard Guard
+	Guard observe.Guard
 	CRM   *crm.Store
 	// TxLedger, when set, is the guard's ledger in the CRM's own
 	// PostgreSQL database (same Where): a booking then commits in one
@@ -67,7 +48,7 @@ type Config struct {
 	// conformance fixtures) on the same MCP server.
 	// wrap is what each guarded tool handler must go through on s (the
 	// legacy server fulfils input rounds on the session).
-	Fixtures func(s *mcp.Server, wrap func(mcp.ToolHandler) mcp.ToolHandler, m *Metrics, log *slog.Logger)
+	Fixtures func(s *mcp.Server, wrap func(mcp.ToolHandler) mcp.ToolHandler, m *observe.Metrics, log *slog.Logger)
 	// SSE answers every call on /mcp as an event stream, so that progress
 	// notifications reach the client (the conformance fixtures); by
 	// default a call is answered with one JSON object.
@@ -98,9 +79,9 @@ type Server struct {
 	cfg     Config
 	mcp     *mcp.Server
 	legacy  *mcp.Server // the same tools for legacy sessions
-	metrics *Metrics
+	metrics *observe.Metrics
 	log     *slog.Logger
-	guard   Guard
+	guard   observe.Guard
 	streams mcphttp.Streams
 	ops     *ops.Lifecycle
 	// crossOrigin refuses a connect page POST sent by another site.
@@ -130,16 +111,16 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxSessions == 0 {
 		cfg.MaxSessions = DefaultMaxSessions
 	}
-	m := NewMetrics(cfg.Registry)
+	m := observe.NewMetrics(cfg.Registry)
 	s := &Server{cfg: cfg, metrics: m, log: cfg.Logger, streams: mcphttp.Streams{Max: cfg.MaxStreams},
 		ops:         ops.New(append([]ops.Check{{Name: "crm", Probe: cfg.CRM.Ping}}, cfg.Ready...)...),
 		crossOrigin: connectOrigins(cfg.PublicURL)}
-	s.guard = Instrument(TraceGuard(cfg.Guard, cfg.Telemetry), m)
+	s.guard = observe.Instrument(observe.TraceGuard(cfg.Guard, cfg.Telemetry), m)
 	impl := &mcp.Implementation{Name: "mrtr-wasm", Title: "mrtr-wasm demo CRM", Version: cfg.Version}
 	const instructions = "A demo CRM. book_demo_call books a demo call (it asks for a name, a work email and a slot); list_bookings lists your bookings; cancel_booking cancels one after you confirm; connect_calendar connects an outside calendar through a page of this server."
 	opts := &mcp.ServerOptions{
 		Instructions:              instructions,
-		SupportedProtocolVersions: []string{ProtocolVersion},
+		SupportedProtocolVersions: []string{mcphttp.ProtocolVersion},
 		Logger:                    sdkLogger(cfg.Logger),
 	}
 	if cfg.Options != nil {
@@ -148,7 +129,7 @@ func New(cfg Config) (*Server, error) {
 	s.mcp = mcp.NewServer(impl, opts)
 	lopts := &mcp.ServerOptions{
 		Instructions:              instructions,
-		SupportedProtocolVersions: LegacyProtocolVersions,
+		SupportedProtocolVersions: legacy.ProtocolVersions,
 		Logger:                    sdkLogger(cfg.Logger),
 	}
 	if cfg.Options != nil {
@@ -156,8 +137,8 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.legacy = mcp.NewServer(impl, lopts)
 	if cfg.Telemetry.Enabled() {
-		s.mcp.AddReceivingMiddleware(ServerSpans(cfg.Telemetry))
-		s.legacy.AddReceivingMiddleware(ServerSpans(cfg.Telemetry))
+		s.mcp.AddReceivingMiddleware(observe.ServerSpans(cfg.Telemetry))
+		s.legacy.AddReceivingMiddleware(observe.ServerSpans(cfg.Telemetry))
 	}
 	s.addDemoTools()
 	if cfg.Fixtures != nil {
@@ -181,7 +162,7 @@ func (s *Server) addTool(t *mcp.Tool, h mcp.ToolHandler) {
 }
 
 // Metrics returns the server's metrics.
-func (s *Server) Metrics() *Metrics { return s.metrics }
+func (s *Server) Metrics() *observe.Metrics { return s.metrics }
 
 // Lifecycle is the server's readiness and drain (Drain on SIGTERM).
 func (s *Server) Lifecycle() *ops.Lifecycle { return s.ops }
@@ -198,16 +179,16 @@ func (s *Server) handler(withMCP bool) http.Handler {
 	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
 		Stateless:           true,
 		JSONResponse:        !s.cfg.SSE,
-		MaxRequestBodyBytes: MaxBody,
+		MaxRequestBodyBytes: mcphttp.MaxBody,
 		Logger:              sdkLogger(s.log),
 	})
 	sessions := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.legacy }, &mcp.StreamableHTTPOptions{
 		SessionTimeout:      s.cfg.SessionIdle,
-		MaxRequestBodyBytes: MaxBody,
+		MaxRequestBodyBytes: mcphttp.MaxBody,
 		Logger:              sdkLogger(s.log),
 	})
-	var mcpHandler http.Handler = legacy.Router(CheckRequests(sdk, &s.streams), &legacy.Sessions{Handler: sessions, Server: s.legacy, Max: s.cfg.MaxSessions, Principal: RequestPrincipal,
-		Refused: s.metrics.LegacySessionsRefused.Inc}, MaxBody)
+	var mcpHandler http.Handler = legacy.Router(CheckRequests(sdk, &s.streams), &legacy.Sessions{Handler: sessions, Server: s.legacy, Max: s.cfg.MaxSessions, Principal: identity.RequestPrincipal,
+		Refused: s.metrics.LegacySessionsRefused.Inc}, mcphttp.MaxBody)
 	mux := http.NewServeMux()
 	if a := s.cfg.Auth; a != nil {
 		mcpHandler = a.Middleware(mcpHandler)
@@ -235,7 +216,7 @@ func PrincipalOf(extra *mcp.RequestExtra) string {
 	if extra != nil && extra.TokenInfo != nil && extra.TokenInfo.UserID != "" {
 		return extra.TokenInfo.UserID
 	}
-	return Anonymous
+	return identity.Anonymous
 }
 
 // HostRequest builds the guard's view of a tools/call request, with the

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mrtr-wasm/mrtr-wasm/internal/mcphttp"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/rawjson"
 )
 
@@ -71,8 +72,8 @@ func DetectHTTP(ctx context.Context, u *HTTP, roots bool) (Upstream, error) {
 	ctx, cancel := context.WithTimeout(ctx, u.timeout)
 	defer cancel()
 	disc := []byte(`{"jsonrpc":"2.0","id":"mrtr-proxy-discover","method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"` +
-		ProtocolVersion + `","io.modelcontextprotocol/clientCapabilities":{}}}}`)
-	h := http.Header{"Mcp-Method": {"server/discover"}, "Mcp-Protocol-Version": {ProtocolVersion}}
+		mcphttp.ProtocolVersion + `","io.modelcontextprotocol/clientCapabilities":{}}}}`)
+	h := http.Header{"Mcp-Method": {"server/discover"}, "Mcp-Protocol-Version": {mcphttp.ProtocolVersion}}
 	b, _, status, err := u.callHeader(ctx, disc, h, nil)
 	if err == nil && status < 300 && isResult(b) {
 		return u, nil
@@ -440,7 +441,7 @@ func (l *LegacyHTTP) cancelled(principal string, msg []byte) []byte {
 	if err != nil {
 		return msg
 	}
-	r, ok := find(pms, "requestId")
+	r, ok := rawjson.Find(pms, "requestId")
 	if !ok {
 		return msg
 	}

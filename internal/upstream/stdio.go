@@ -24,6 +24,8 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/mrtr-wasm/mrtr-wasm/internal/mcphttp"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/rawjson"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/telemetry"
 )
 
@@ -93,9 +95,6 @@ type StdioConfig struct {
 	// busy. Default DefaultRoundHold.
 	RoundHold time.Duration
 }
-
-// ProtocolVersion is the MCP revision the proxy speaks to a child first.
-const ProtocolVersion = "2026-07-28"
 
 // legacyVersion is what a child that does not know server/discover is
 // offered in initialize.
@@ -532,7 +531,7 @@ func (c *child) stop(grace time.Duration) {
 // legacy initialize.
 func (s *Stdio) handshake(ctx context.Context, c *child) error {
 	info, _ := json.Marshal(map[string]string{"name": "mrtr-wasm-proxy", "version": s.cfg.Version})
-	disc := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":0,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":%q,"io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":%s}}}`, ProtocolVersion, info)
+	disc := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":0,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":%q,"io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":%s}}}`, mcphttp.ProtocolVersion, info)
 	res, err := c.roundTrip(ctx, disc, "")
 	if err != nil {
 		return s.startError(ctx, c, "server/discover", err)
@@ -836,15 +835,15 @@ func rewriteRequest(m *rpcMessage, cl *call, tp string) ([]byte, error) {
 		return nil, err
 	}
 	var meta []byte
-	metaSpan, hasMeta := find(pms, "_meta")
+	metaSpan, hasMeta := rawjson.Find(pms, "_meta")
 	if hasMeta {
 		mm := metaSpan
 		meta = m.raw[p.Start+mm.Start : p.Start+mm.End]
-		ms, err := objectMembers(meta)
+		ms, err := rawjson.Object(meta)
 		if err != nil {
 			return nil, errors.New("params._meta is not an object")
 		}
-		if t, ok := find(ms, "progressToken"); ok {
+		if t, ok := rawjson.Find(ms, "progressToken"); ok {
 			cl.origToken = meta[t.Start:t.End]
 			cl.token = "mrtr-" + strconv.FormatInt(cl.id, 10)
 			if meta, err = setMember(meta, "progressToken", appendJSONString(nil, cl.token)); err != nil {
@@ -1022,16 +1021,16 @@ func (c *child) subscriptionCall(m *rpcMessage) (*call, []byte) {
 	if !ok || err != nil {
 		return nil, nil
 	}
-	mt, ok := find(pms, "_meta")
+	mt, ok := rawjson.Find(pms, "_meta")
 	if !ok {
 		return nil, nil
 	}
 	at := p.Start + mt.Start
-	ms, err := objectMembers(m.raw[at : p.Start+mt.End])
+	ms, err := rawjson.Object(m.raw[at : p.Start+mt.End])
 	if err != nil {
 		return nil, nil
 	}
-	sid, ok := find(ms, "io.modelcontextprotocol/subscriptionId")
+	sid, ok := rawjson.Find(ms, "io.modelcontextprotocol/subscriptionId")
 	if !ok {
 		return nil, nil
 	}
@@ -1055,7 +1054,7 @@ func (c *child) progressCall(m *rpcMessage) (*call, []byte) {
 	if !ok || err != nil {
 		return nil, nil
 	}
-	t, ok := find(pms, "progressToken")
+	t, ok := rawjson.Find(pms, "progressToken")
 	if !ok {
 		return nil, nil
 	}

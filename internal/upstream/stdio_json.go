@@ -16,14 +16,6 @@ import (
 	"github.com/mrtr-wasm/mrtr-wasm/internal/rawjson"
 )
 
-// The object walk is rawjson's (the proxy reads its members the same way).
-type member = rawjson.Member
-
-var (
-	objectMembers = rawjson.Object
-	find          = rawjson.Find
-)
-
 // edit replaces b[start:end] with repl.
 type edit struct {
 	start, end int
@@ -50,11 +42,11 @@ func splice(b []byte, edits ...edit) []byte {
 // setMember returns obj (a JSON object) with key set to val: the value
 // replaced in place when the key is there, else the member added first.
 func setMember(obj []byte, key string, val []byte) ([]byte, error) {
-	ms, err := objectMembers(obj)
+	ms, err := rawjson.Object(obj)
 	if err != nil {
 		return nil, err
 	}
-	if m, ok := find(ms, key); ok {
+	if m, ok := rawjson.Find(ms, key); ok {
 		return splice(obj, edit{m.Start, m.End, val}), nil
 	}
 	ins := make([]byte, 0, len(key)+len(val)+4)
@@ -86,15 +78,15 @@ func withID(m *rpcMessage, id []byte) []byte {
 // rpcMessage is a JSON-RPC message with the spans of its members.
 type rpcMessage struct {
 	raw     []byte
-	members []member
+	members []rawjson.Member
 	method  string
 	hasID   bool
-	id      member
+	id      rawjson.Member
 }
 
-func (m *rpcMessage) get(key string) (member, bool) { return find(m.members, key) }
+func (m *rpcMessage) get(key string) (rawjson.Member, bool) { return rawjson.Find(m.members, key) }
 
-func (m *rpcMessage) value(mb member) []byte { return m.raw[mb.Start:mb.End] }
+func (m *rpcMessage) value(mb rawjson.Member) []byte { return m.raw[mb.Start:mb.End] }
 
 func (m *rpcMessage) isResponse() bool {
 	_, r := m.get("result")
@@ -107,7 +99,7 @@ func parseMessage(line []byte) (*rpcMessage, error) {
 	if !json.Valid(line) {
 		return nil, errors.New("not valid JSON")
 	}
-	ms, err := objectMembers(line)
+	ms, err := rawjson.Object(line)
 	if err != nil {
 		return nil, err
 	}
@@ -142,8 +134,8 @@ func parseMessage(line []byte) (*rpcMessage, error) {
 // message that is too long or not valid JSON, so that the call it answers
 // fails at once instead of waiting for its timeout.
 func idInPrefix(prefix []byte) (int64, bool) {
-	ms, _ := objectMembers(prefix)
-	if m, ok := find(ms, "id"); ok {
+	ms, _ := rawjson.Object(prefix)
+	if m, ok := rawjson.Find(ms, "id"); ok {
 		n, err := strconv.ParseInt(string(prefix[m.Start:m.End]), 10, 64)
 		return n, err == nil
 	}
@@ -152,12 +144,12 @@ func idInPrefix(prefix []byte) (int64, bool) {
 
 // metaOf returns the span of params._meta and of params in a message, when
 // they are objects.
-func paramsObject(m *rpcMessage) (member, []member, bool, error) {
+func paramsObject(m *rpcMessage) (rawjson.Member, []rawjson.Member, bool, error) {
 	p, ok := m.get("params")
 	if !ok {
-		return member{}, nil, false, nil
+		return rawjson.Member{}, nil, false, nil
 	}
-	ms, err := objectMembers(m.value(p))
+	ms, err := rawjson.Object(m.value(p))
 	if err != nil {
 		return p, nil, true, errors.New("params is not an object")
 	}
@@ -185,12 +177,12 @@ func withoutModernMeta(msg []byte) []byte {
 	if !ok || err != nil {
 		return msg
 	}
-	ms, ok := find(pms, "_meta")
+	ms, ok := rawjson.Find(pms, "_meta")
 	if !ok {
 		return msg
 	}
 	meta := m.raw[p.Start+ms.Start : p.Start+ms.End]
-	members, err := objectMembers(meta)
+	members, err := rawjson.Object(meta)
 	if err != nil {
 		return msg
 	}

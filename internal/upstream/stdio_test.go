@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mrtr-wasm/mrtr-wasm/internal/rawjson"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/telemetry"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/upstream/stdiotest"
 )
@@ -777,7 +778,7 @@ func FuzzStdioMessage(f *testing.F) {
 			t.Fatalf("rewrite of %s: %s", b, out)
 		}
 		_, pms, _, err := paramsObject(m2)
-		meta, ok := find(pms, "_meta")
+		meta, ok := rawjson.Find(pms, "_meta")
 		if err != nil || !ok {
 			t.Fatalf("rewrite of %s lost params._meta: %s", b, out)
 		}

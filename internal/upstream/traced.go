@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 
+	"github.com/mrtr-wasm/mrtr-wasm/internal/rawjson"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/telemetry"
 )
 
@@ -71,7 +72,7 @@ func methodAndTarget(msg []byte) (string, string) {
 	}
 	p, _ := m.get("params")
 	var target string
-	if v, ok := find(pms, key); ok {
+	if v, ok := rawjson.Find(pms, key); ok {
 		_ = json.Unmarshal(m.raw[p.Start+v.Start:p.Start+v.End], &target)
 	}
 	return m.method, target

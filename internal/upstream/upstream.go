@@ -72,6 +72,9 @@ func (e *Error) Error() string { return e.Code + ": " + e.Message }
 
 func (e *Error) Unwrap() error { return e.Err }
 
+// ErrorCode is the stable code, for spans and logs (observe.EndStep).
+func (e *Error) ErrorCode() string { return e.Code }
+
 // Is matches by code, so errors.Is(err, &Error{Code: CodeTimeout}) works.
 func (e *Error) Is(target error) bool {
 	t, ok := target.(*Error)

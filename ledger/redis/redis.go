@@ -194,7 +194,7 @@ func (r *redisLedger) Get(ctx context.Context, op string) (ledger.Entry, error) 
 		return ledger.Entry{}, errors.New("ledger: redis: malformed entry")
 	}
 	e := ledger.Entry{State: ledger.Pending}
-	if _, err := hexDecode(e.Fingerprint[:], v[1+opcheck.TokenLen:hdrLen]); err != nil {
+	if _, err := hex.Decode(e.Fingerprint[:], v[1+opcheck.TokenLen:hdrLen]); err != nil {
 		return ledger.Entry{}, errors.New("ledger: redis: malformed entry")
 	}
 	if v[0] == stateDon {
@@ -299,8 +299,6 @@ func (r *redisLedger) releaseUnacked(ctx context.Context, op, token string) {
 }
 
 func hexFP(fp ledger.Fingerprint) string { return hex.EncodeToString(fp[:]) }
-
-func hexDecode(dst, src []byte) (int, error) { return hex.Decode(dst, src) }
 
 // The ledger holds a client whose options may hold passwords: it prints
 // (fmt, every verb), logs (slog) and marshals only its deployment, its

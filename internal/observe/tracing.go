@@ -1,4 +1,4 @@
-package server
+package observe
 
 import (
 	"context"
@@ -34,7 +34,7 @@ func (t *tracedGuard) Ask(ctx context.Context, req *host.Request, in []host.Inpu
 	s.SetString("mrtr.target", req.Target)
 	r, err := t.g.Ask(ctx, req, in, opts...)
 	RecordPolicyVerdict(ctx, s, err)
-	endStep(s, err)
+	EndStep(s, err)
 	return r, err
 }
 
@@ -50,7 +50,7 @@ func (t *tracedGuard) Resume(ctx context.Context, req *host.Request) (*host.Outc
 	if e, ok := host.AsError(err); ok && e.Reason != "" {
 		s.SetString("mrtr.reason", e.Reason)
 	}
-	endStep(s, err)
+	EndStep(s, err)
 	return o, err
 }
 
@@ -73,14 +73,19 @@ func (t *tracedGuard) once(ctx context.Context, f func(context.Context) ([]byte,
 			s.SetString("mrtr.once", "run")
 		}
 	}
-	endStep(s, err)
+	EndStep(s, err)
 	return r, replay, err
 }
 
-// endStep records a guard error by its stable code, never its text.
-func endStep(s telemetry.Span, err error) {
+// EndStep ends a step's span, recording a guard error, or any error that
+// has an ErrorCode (an upstream's), by its stable code, never its text.
+func EndStep(s telemetry.Span, err error) {
+	var c interface{ ErrorCode() string }
 	if e, ok := host.AsError(err); ok {
 		s.Fail(e.Code)
+		err = nil
+	} else if errors.As(err, &c) {
+		s.Fail(c.ErrorCode())
 		err = nil
 	}
 	s.End(err)
@@ -106,7 +111,7 @@ func (tp *tracedPolicy) Ask(ctx context.Context, q *host.PolicyQuery) (*host.Pol
 	consulted(ctx)
 	ctx, s := tp.tel.StartStep(ctx, "policy ask")
 	d, err := tp.p.Ask(ctx, q)
-	endStep(s, err)
+	EndStep(s, err)
 	return d, err
 }
 
@@ -114,7 +119,7 @@ func (tp *tracedPolicy) Resume(ctx context.Context, q *host.PolicyQuery) (*host.
 	consulted(ctx)
 	ctx, s := tp.tel.StartStep(ctx, "policy resume")
 	d, err := tp.p.Resume(ctx, q)
-	endStep(s, err)
+	EndStep(s, err)
 	return d, err
 }
 
@@ -203,7 +208,7 @@ func ServerSpans(tel *telemetry.Telemetry) mcp.Middleware {
 			if errors.As(err, &je) {
 				span.SetInt("rpc.jsonrpc.error_code", int(je.Code))
 			}
-			endStep(span, err)
+			EndStep(span, err)
 			return res, err
 		}
 	}

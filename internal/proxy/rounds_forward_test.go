@@ -13,8 +13,9 @@ import (
 	"github.com/mrtr-wasm/mrtr-wasm/internal/upstream"
 )
 
-// Regression tests from the review of the input-round path
-// (2026-12-02): each failed on the code before its fix.
+// How a retry's answers reach the upstream: never without a sealed state,
+// a lost answer keeps its round claimed, an unsent forward may be sent
+// again. Each failed on the code before its fix.
 
 // TestAnswersWithoutSealedStateNeverForwarded: a request with
 // inputResponses and no (or an empty) requestState used to go upstream as

@@ -1,5 +1,6 @@
-// Regression tests from the review of the JavaScript host (2026-12-02):
-// each failed on the code before its fix.
+// Edge cases of the guard: each of these failed on the code before its
+// fix (an effect whose result is not JSON, once timing options, an
+// oversized request, what an outcome prints, numbers JSON cannot hold).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { inspect } from 'node:util';

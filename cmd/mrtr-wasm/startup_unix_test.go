@@ -17,8 +17,8 @@ import (
 	"github.com/mrtr-wasm/mrtr-wasm/host"
 )
 
-// Regression tests from the review of serve, the stdio modes and the CLI
-// (2026-12-02): each failed on the code before its fix.
+// How the CLI starts: secret files, usage errors, and the stdio modes
+// that serve no MCP over HTTP. Each failed on the code before its fix.
 
 // proxy refuses secret files others may read, as serve does; it used to
 // start with a world-readable --keys.

@@ -1,4 +1,4 @@
-package server
+package observe
 
 import (
 	"context"
@@ -11,7 +11,17 @@ import (
 	"github.com/mrtr-wasm/mrtr-wasm/ledger"
 )
 
-// Metrics are the server's Prometheus metrics.
+// Guard is what the handlers need from *host.Guard (ask, resume, and run
+// an effect exactly once through the ledger).
+type Guard interface {
+	Ask(ctx context.Context, req *host.Request, inputs []host.InputRequest, opts ...host.AskOption) (*host.InputRequiredResult, error)
+	Resume(ctx context.Context, req *host.Request) (*host.Outcome, error)
+	Once(ctx context.Context, out *host.Outcome, effect func(context.Context) ([]byte, error)) ([]byte, bool, error)
+	Approve(ctx context.Context, req *host.Request) (*host.Outcome, error)
+	OnceTx(ctx context.Context, out *host.Outcome, run func(context.Context, ledger.Op) (ledger.Claim, error)) ([]byte, bool, error)
+}
+
+// Metrics are the guard's Prometheus metrics (serve's and the proxy's).
 type Metrics struct {
 	Asks      *prometheus.CounterVec   // mrtr_asks_total{tool}
 	Outcomes  *prometheus.CounterVec   // mrtr_outcomes_total{tool,outcome}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mrtr-wasm/mrtr-wasm/internal/mcphttp"
 	"github.com/mrtr-wasm/mrtr-wasm/internal/server"
 )
 
@@ -27,11 +28,11 @@ func TestRunStdioFirstLineBounded(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	in := strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"x":"` + strings.Repeat("a", server.MaxBody) + `"}}`)
+	in := strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"x":"` + strings.Repeat("a", mcphttp.MaxBody) + `"}}`)
 	var out bytes.Buffer
 	err = s.RunStdio(ctx, in, nopCloser{&out})
 	if err == nil || !strings.Contains(err.Error(), "over") {
-		t.Fatalf("a first line over %d bytes: %v", server.MaxBody, err)
+		t.Fatalf("a first line over %d bytes: %v", mcphttp.MaxBody, err)
 	}
 }
 
@@ -69,32 +70,5 @@ func TestSubscriptionStreamsBounded(t *testing.T) {
 	}
 	if code := open(ctx); code != http.StatusServiceUnavailable {
 		t.Fatalf("a third stream past MaxStreams 2: HTTP %d, want 503", code)
-	}
-}
-
-// TestRepeatedMCPHeadersRefused: two Mcp-Name (or Mcp-Method) headers are
-// refused: the server read the first, and an intermediary that routes on
-// the last would have seen another tool.
-func TestRepeatedMCPHeadersRefused(t *testing.T) {
-	ts, _ := newTestServer(t, nil)
-	body := `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"list_bookings","arguments":{},` +
-		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
-	for _, h := range []string{"Mcp-Name", "Mcp-Method"} {
-		req, _ := http.NewRequest("POST", ts.URL+"/mcp", strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("MCP-Protocol-Version", "2026-07-28")
-		req.Header.Set("Mcp-Method", "tools/call")
-		req.Header.Set("Mcp-Name", "list_bookings")
-		req.Header.Add(h, map[string]string{"Mcp-Name": "book_demo_call", "Mcp-Method": "tools/list"}[h])
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), "-32020") || !strings.Contains(string(b), "repeated") {
-			t.Errorf("two %s headers: HTTP %d %s", h, resp.StatusCode, b)
-		}
 	}
 }
