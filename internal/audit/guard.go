@@ -9,17 +9,13 @@ import (
 	"sort"
 
 	"github.com/mrtr-wasm/mrtr-wasm/host"
+	"github.com/mrtr-wasm/mrtr-wasm/internal/observe"
 	"github.com/mrtr-wasm/mrtr-wasm/ledger"
 )
 
-// Guard is what a server's handlers need of the guard (observe.Guard).
-type Guard interface {
-	Ask(ctx context.Context, req *host.Request, inputs []host.InputRequest, opts ...host.AskOption) (*host.InputRequiredResult, error)
-	Resume(ctx context.Context, req *host.Request) (*host.Outcome, error)
-	Once(ctx context.Context, out *host.Outcome, effect func(context.Context) ([]byte, error)) ([]byte, bool, error)
-	Approve(ctx context.Context, req *host.Request) (*host.Outcome, error)
-	OnceTx(ctx context.Context, out *host.Outcome, run func(context.Context, ledger.Op) (ledger.Claim, error)) ([]byte, bool, error)
-}
+// Guard is what a server's handlers need of the guard: one interface,
+// observe's, which the metrics and tracing wrappers share.
+type Guard = observe.Guard
 
 // Wrap records every ask, resume and effect of g in l. A record that
 // cannot be written does not fail the request; onError hears of it.
